@@ -1,0 +1,122 @@
+"""Bitfield node tags: the one definition of the layout, for Python and for generated CUDA.
+
+Every lattice node carries one unsigned word::
+
+    bits 0..3     node kind (NodeKind)
+    bits 4..11    boundary-condition id: a row of the boundary table (wall velocity, density)
+    bits 12..     link mask: bit 12 + i - 1 is set when the upstream neighbour x - c_i of a
+                  fluid node is solid, so population i must be bounced back (i = 1..Q-1)
+
+The word is uint32 for D2Q9 and D3Q19 (12 + 18 = 30 bits) and uint64 for D3Q27 (38 bits).
+Released values never change: saved geometries and checkpoints depend on them.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+import numpy as np
+
+from thelma_py.lattice import Lattice
+
+KIND_BITS = 4
+BC_ID_SHIFT = 4
+BC_ID_BITS = 8
+LINK_SHIFT = BC_ID_SHIFT + BC_ID_BITS
+MAX_BC_ID = (1 << BC_ID_BITS) - 1
+
+
+class NodeKind(enum.IntEnum):
+    """What a node is. Values are pinned (tests/test_tags.py)."""
+
+    FLUID = 1
+    """Ordinary fluid node: stream and collide."""
+    WALL = 2
+    """Solid, no-slip; with a non-zero velocity in its boundary row it is a moving wall."""
+
+    @property
+    def is_solid(self) -> bool:
+        return self is NodeKind.WALL
+
+
+SOLID_KINDS = tuple(k for k in NodeKind if k.is_solid)
+
+
+@attrs.frozen
+class TagLayout:
+    """The tag word for one lattice: dtype and bit positions."""
+
+    lattice: Lattice
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.uint32 if LINK_SHIFT + self.lattice.q - 1 <= 32 else np.uint64)
+
+    @property
+    def ctype(self) -> str:
+        return "unsigned int" if self.dtype == np.uint32 else "unsigned long long"
+
+    def link_bit(self, i: int) -> int:
+        """Bit position of direction i (1 <= i < Q) in the tag word."""
+        if not 1 <= i < self.lattice.q:
+            raise ValueError(f"direction {i} out of range 1..{self.lattice.q - 1}")
+        return LINK_SHIFT + i - 1
+
+    def encode(self, kind, bc_id=0, links=0) -> np.ndarray:
+        """Pack kind, boundary id and a link bitmask (bit i-1 for direction i) into tag words."""
+        kind = np.asarray(kind, dtype=np.uint64)
+        bc_id = np.asarray(bc_id, dtype=np.uint64)
+        links = np.asarray(links, dtype=np.uint64)
+        if (bc_id > MAX_BC_ID).any():
+            raise ValueError(f"boundary id above {MAX_BC_ID}: the tag word has {BC_ID_BITS} bits")
+        word = kind | (bc_id << np.uint64(BC_ID_SHIFT)) | (links << np.uint64(LINK_SHIFT))
+        return word.astype(self.dtype)
+
+    def kind(self, tags: np.ndarray) -> np.ndarray:
+        return (np.asarray(tags) & ((1 << KIND_BITS) - 1)).astype(np.uint8)
+
+    def bc_id(self, tags: np.ndarray) -> np.ndarray:
+        return ((np.asarray(tags) >> BC_ID_SHIFT) & MAX_BC_ID).astype(np.uint8)
+
+    def links(self, tags: np.ndarray) -> np.ndarray:
+        """Link bitmask with bit i-1 for direction i, as uint64."""
+        return (np.asarray(tags).astype(np.uint64) >> np.uint64(LINK_SHIFT))
+
+    def crosses_wall(self, tags: np.ndarray, i: int) -> np.ndarray:
+        """Boolean array: does population i arrive through a wall at these nodes?"""
+        return ((np.asarray(tags).astype(np.uint64) >> np.uint64(self.link_bit(i))) & 1).astype(
+            bool
+        )
+
+    def decode(self, word: int) -> dict:
+        """One tag word as a readable dict (kind name, boundary id, directions crossing a wall)."""
+        word = int(word)
+        kind = word & ((1 << KIND_BITS) - 1)
+        links = [i for i in range(1, self.lattice.q) if word >> self.link_bit(i) & 1]
+        name = NodeKind(kind).name if kind in NodeKind._value2member_map_ else f"?{kind}"
+        return {"kind": name, "bc_id": (word >> BC_ID_SHIFT) & MAX_BC_ID, "links": links}
+
+    def cuda_defines(self) -> str:
+        """The same layout as C preprocessor constants for generated kernels."""
+        lines = [f"#define TAG_KIND_MASK {(1 << KIND_BITS) - 1}u",
+                 f"#define TAG_BC_SHIFT {BC_ID_SHIFT}",
+                 f"#define TAG_BC_MASK {MAX_BC_ID}u",
+                 f"#define TAG_LINK_SHIFT {LINK_SHIFT}"]
+        lines += [f"#define KIND_{k.name} {int(k)}u" for k in NodeKind]
+        return "\n".join(lines)
+
+    def describe(self) -> str:
+        """Human-readable layout, printed by ``thelma info tags``."""
+        lat = self.lattice
+        top = LINK_SHIFT + lat.q - 2
+        rows = [f"{lat.name}: {self.dtype.name} node tag",
+                f"  bits  0..{KIND_BITS - 1:<3}  node kind: "
+                + ", ".join(f"{k.name}={int(k)}" for k in NodeKind),
+                f"  bits  {BC_ID_SHIFT}..{LINK_SHIFT - 1:<3}  boundary id (row of the boundary "
+                f"table: wall velocity, density), 0..{MAX_BC_ID}",
+                f"  bits {LINK_SHIFT}..{top:<3}  link mask: bit {LINK_SHIFT}+i-1 set when the "
+                "upstream node x - c_i is solid"]
+        for i in range(1, lat.q):
+            rows.append(f"      bit {self.link_bit(i):2d}: direction {i:2d}, c = {tuple(lat.c[i])}")
+        return "\n".join(rows)

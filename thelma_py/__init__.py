@@ -1,0 +1,1 @@
+"""thelma-py: TheLMA-style lattice Boltzmann and LW-ACM solvers for GPUs, with a NumPy reference."""

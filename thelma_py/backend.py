@@ -1,0 +1,106 @@
+"""Array backends: NumPy on the CPU (the reference) and CuPy on NVIDIA GPUs.
+
+CuPy is imported only here, and only when a GPU backend is asked for, so ``import thelma_py``
+works on machines without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from types import ModuleType
+
+import attrs
+import numpy as np
+
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = {"float32": np.float32, "float64": np.float64, "fp32": np.float32,
+              "fp64": np.float64, "single": np.float32, "double": np.float64}
+
+
+def dtype_of(precision: str | type | np.dtype) -> np.dtype:
+    """numpy dtype for a precision name ('float32', 'fp64', ...) or dtype."""
+    if isinstance(precision, str):
+        try:
+            return np.dtype(PRECISIONS[precision.lower()])
+        except KeyError:
+            raise ValueError(f"unknown precision {precision!r}; valid: float32, float64") from None
+    dtype = np.dtype(precision)
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"precision must be float32 or float64, got {dtype}")
+    return dtype
+
+
+@attrs.frozen
+class Backend:
+    """Where arrays live: ``xp`` is numpy or cupy."""
+
+    name: str
+    xp: ModuleType = attrs.field(repr=False, eq=False)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "cuda"
+
+    def to_host(self, array) -> np.ndarray:
+        return array.get() if self.is_gpu else np.asarray(array)
+
+    def to_device(self, array: np.ndarray):
+        return self.xp.asarray(array)
+
+    def synchronize(self) -> None:
+        if self.is_gpu:
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def clock(self) -> float:
+        """Seconds, after the device has finished what it was given."""
+        self.synchronize()
+        return time.perf_counter()
+
+    def memory(self) -> tuple[int, int] | None:
+        """(free, total) device bytes, or None on the CPU."""
+        if not self.is_gpu:
+            return None
+        free, total = self.xp.cuda.runtime.memGetInfo()
+        return int(free), int(total)
+
+    def describe(self) -> str:
+        if not self.is_gpu:
+            return "cpu (numpy)"
+        props = self.xp.cuda.runtime.getDeviceProperties(self.xp.cuda.Device().id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        return f"cuda ({name})"
+
+
+@functools.cache
+def _cupy_or_reason() -> tuple[ModuleType | None, str]:
+    try:
+        import cupy
+    except ImportError as error:
+        return None, f"cupy is not installed ({error}); pip install 'thelma-py[cuda13]'"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # CUDARuntimeError when no driver is present
+        return None, f"no CUDA device is usable ({error})"
+    if count < 1:
+        return None, "no CUDA device found"
+    return cupy, ""
+
+
+def gpu_available() -> bool:
+    return _cupy_or_reason()[0] is not None
+
+
+def select_backend(device: str = "auto") -> Backend:
+    """'cpu', 'cuda' or 'auto' (the GPU when one is usable, else the CPU)."""
+    device = {"numpy": "cpu", "cupy": "cuda", "gpu": "cuda"}.get(device, device)
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
+    if device == "cpu":
+        return Backend("cpu", np)
+    cupy, reason = _cupy_or_reason()
+    if cupy is not None:
+        return Backend("cuda", cupy)
+    if device == "cuda":
+        raise RuntimeError(f"device 'cuda' was asked for but {reason}; use --device cpu")
+    return Backend("cpu", np)

@@ -1,0 +1,73 @@
+"""The compute interface every compute plug-in offers, whatever its scheme or backend.
+
+A compute *plug-in* is a frozen attrs class of parameters (registered in the registry). Its
+:meth:`create` builds an *engine* for one lattice, geometry, backend and precision. Engines own
+their state and its layout; the solver only ever calls the methods of :class:`ComputeEngine`,
+which is what makes LBM and LW-ACM swappable by one word in a config script.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from thelma_py.backend import Backend
+from thelma_py.geometry.domain import NodeTags
+from thelma_py.lattice import Lattice
+
+
+class ComputeEngine(abc.ABC):
+    """State and time stepping of one compute plug-in on one backend."""
+
+    lattice: Lattice
+    tags: NodeTags
+    backend: Backend
+    dtype: np.dtype
+
+    @abc.abstractmethod
+    def initialize(self, rho, u) -> None:
+        """Set the state from density (shape S) and velocity (shape (D, *S)), backend arrays."""
+
+    @abc.abstractmethod
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` time steps."""
+
+    @abc.abstractmethod
+    def macroscopic(self):
+        """(ρ, u) at the current step as backend arrays; solid nodes have u = 0."""
+
+    @abc.abstractmethod
+    def state(self) -> dict[str, np.ndarray]:
+        """Everything needed to continue bit for bit, as host arrays (for checkpoints)."""
+
+    @abc.abstractmethod
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`state` returned."""
+
+    @property
+    @abc.abstractmethod
+    def traffic_bytes_per_node(self) -> int:
+        """Bytes one node update must move through device memory at the least."""
+
+    @property
+    @abc.abstractmethod
+    def memory_bytes_per_node(self) -> int:
+        """Device bytes held per node (state, tags, buffers)."""
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}({self.lattice.name}, {self.dtype.name}, {self.backend.name})"
+
+
+def check_memory(backend: Backend, nodes: int, bytes_per_node: int, hint: str = "") -> None:
+    """Refuse to allocate more than the device has free, with the numbers and what to try."""
+    memory = backend.memory()
+    if memory is None:
+        return
+    free, total = memory
+    need = nodes * bytes_per_node
+    if need > 0.95 * free:
+        raise MemoryError(
+            f"the domain needs {need / 2**30:.2f} GiB of device memory ({nodes:,} nodes x "
+            f"{bytes_per_node} B) but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is "
+            f"free; use a smaller domain{', ' + hint if hint else ''}")

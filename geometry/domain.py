@@ -157,6 +157,12 @@ class Geometry:
         lower[axis], upper[axis] = (0, thickness - 1) if side < 0 else (n - thickness, n - 1)
         return Box(lower, upper)
 
+    def coordinates(self, lower: Sequence[int] | None = None,
+                    shape: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
+        """Global node coordinates (x, y[, z]) of a sub-box, as broadcastable float arrays."""
+        lower = lower if lower is not None else (0,) * self.dim
+        return self._coords(lower, shape if shape is not None else self.shape)
+
     def _coords(self, lower: Sequence[int], shape: Sequence[int]) -> tuple[np.ndarray, ...]:
         coords = []
         for axis, (lo, n) in enumerate(zip(lower, shape, strict=True)):

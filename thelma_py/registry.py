@@ -24,8 +24,6 @@ ENTRY_POINT_GROUP = "thelma_py.plugins"
 BUILTIN_MODULES = (
     "thelma_py.modules.init.fields",
     "thelma_py.modules.compute.lbm",
-    "thelma_py.modules.results.vtk",
-    "thelma_py.modules.results.monitors",
     "thelma_py.geometry.builders",
 )
 

@@ -25,6 +25,8 @@ BUILTIN_MODULES = (
     "thelma_py.modules.init.fields",
     "thelma_py.modules.compute.lbm",
     "thelma_py.geometry.builders",
+    "thelma_py.modules.results.vtk",
+    "thelma_py.modules.results.monitors",
 )
 
 _registry: dict[str, dict[str, Callable]] = {kind: {} for kind in KINDS}

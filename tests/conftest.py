@@ -1,0 +1,34 @@
+"""Hardware gating: tests marked ``gpu`` need a usable CUDA device, ``nvcc`` the CUDA compiler.
+
+Without the hardware they are skipped visibly (``-ra`` lists the reason). On the GPU CI job
+``THELMA_REQUIRE_GPU=1`` turns a missing device into an error, so a broken runner cannot pass by
+skipping everything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from thelma_py.backend import gpu_available
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` deselection: only selected gpu tests count
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if gpu_items and not gpu_available():
+        if os.environ.get("THELMA_REQUIRE_GPU") == "1":
+            raise pytest.UsageError(
+                "THELMA_REQUIRE_GPU=1 but no CUDA device is usable (cupy missing or no device): "
+                f"{len(gpu_items)} gpu test(s) would be skipped"
+            )
+        skip = pytest.mark.skip(reason="no usable CUDA device (cupy missing or no GPU)")
+        for item in gpu_items:
+            item.add_marker(skip)
+    if shutil.which("nvcc") is None:
+        skip = pytest.mark.skip(reason="nvcc is not on PATH")
+        for item in items:
+            if "nvcc" in item.keywords:
+                item.add_marker(skip)

@@ -1,0 +1,197 @@
+"""VTK output: values land on the right axes, the .pvd indexes the series, writes are atomic."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from types import SimpleNamespace
+
+import attrs
+import numpy as np
+import pytest
+
+import thelma_py as tp
+from thelma_py.modules.results.files import OutputDirectoryError, atomic_path
+from thelma_py.modules.results.vtk import VtkWriter
+
+
+@attrs.define
+class FakeSolver:
+    """What a results plug-in reads from a solver: fields(), time_step, tags.lower."""
+
+    arrays: dict
+    lower: tuple
+    time_step: int = 0
+
+    @property
+    def tags(self):
+        return SimpleNamespace(lower=self.lower)
+
+    def fields(self) -> dict:
+        return self.arrays
+
+
+def axis_fields(node_shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """rho = 1 + 0.01 x varies along x only, u_y = 0.001 y along y only; kind 2 where x = 0."""
+    d = len(node_shape)
+    x = np.arange(node_shape[-1], dtype=np.float64)
+    y = np.arange(node_shape[-2], dtype=np.float64).reshape(-1, 1)
+    rho = np.broadcast_to(1.0 + 0.01 * x, node_shape).copy()
+    u = np.zeros((d, *node_shape))
+    u[1] = np.broadcast_to(0.001 * y, node_shape)
+    kind = np.ones(node_shape, dtype=np.uint8)
+    kind[..., 0] = 2
+    return {"rho": rho, "u": u, "kind": kind}
+
+
+def read_vti(path) -> tuple[object, dict[str, np.ndarray]]:
+    """(image, arrays): scalars as (Nz, Ny, Nx), vectors as (Nz, Ny, Nx, 3)."""
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLImageDataReader
+
+    reader = vtkXMLImageDataReader()
+    reader.SetFileName(str(path))
+    reader.Update()
+    image = reader.GetOutput()
+    nx, ny, nz = image.GetDimensions()
+    data = image.GetPointData()
+    arrays = {}
+    for k in range(data.GetNumberOfArrays()):
+        array = vtk_to_numpy(data.GetArray(k))
+        shape = (nz, ny, nx) + ((3,) if array.ndim == 2 else ())
+        arrays[data.GetArrayName(k)] = array.reshape(shape)
+    return image, arrays
+
+
+def pvd_entries(path) -> list[tuple[str, str]]:
+    root = ET.parse(path).getroot()
+    return [(d.get("timestep"), d.get("file")) for d in root.iter("DataSet")]
+
+
+def varies_only_along(array: np.ndarray, axis: int) -> bool:
+    """True if ``array`` (Nz, Ny, Nx) changes along array axis ``axis`` and along no other."""
+    others = [a for a in range(array.ndim) if a != axis]
+    flat_elsewhere = all(np.ptp(array, axis=a).max() == 0 for a in others)
+    return flat_elsewhere and np.ptp(array, axis=axis).min() > 0
+
+
+@pytest.mark.parametrize("node_shape, lower", [((3, 4, 5), (7, 5, 3)), ((4, 5), (2, 9))])
+def test_values_vary_along_the_right_axes(tmp_path, node_shape, lower):
+    fields = axis_fields(node_shape)
+    solver = FakeSolver(fields, lower, time_step=40)
+    writer = VtkWriter(path=tmp_path / "out", every=20)
+    writer.start(solver)
+    writer(solver)
+
+    image, got = read_vti(tmp_path / "out" / "fields_00000040.vti")
+    nz = node_shape[0] if len(node_shape) == 3 else 1
+    assert image.GetDimensions() == (5, 4, nz)
+    assert image.GetOrigin() == tuple(float(v) for v in lower) + (0.0,) * (3 - len(lower))
+    assert image.GetSpacing() == (1.0, 1.0, 1.0)
+    assert got["rho"].dtype == np.float32 and got["u"].dtype == np.float32
+    np.testing.assert_allclose(got["rho"].reshape(node_shape), fields["rho"], rtol=1e-7)
+    np.testing.assert_allclose(got["rho"][0, 0, :], 1.0 + 0.01 * np.arange(5), rtol=1e-7)
+    assert varies_only_along(got["rho"], axis=2)  # x is the fastest (last) array axis
+    assert varies_only_along(got["u"][..., 1], axis=1)
+    np.testing.assert_allclose(got["u"][0, :, 0, 1], 0.001 * np.arange(4), rtol=1e-6)
+    assert not got["u"][..., 0].any() and not got["u"][..., 2].any()  # 2D: z padded with 0
+    assert got["kind"].dtype == np.uint8
+    assert (got["kind"][..., 0] == 2).all() and (got["kind"][..., 1:] == 1).all()
+
+
+def test_files_are_compressed_appended_binary(tmp_path):
+    solver = FakeSolver(axis_fields((4, 5)), (0, 0))
+    writer = VtkWriter(path=tmp_path, fields=("rho",), precision="float64")
+    writer(solver)
+    head = (tmp_path / "fields_00000000.vti").read_bytes()[:2000]
+    assert b'compressor="vtkZLibDataCompressor"' in head
+    assert b'<AppendedData encoding="raw">' in head
+    _, got = read_vti(tmp_path / "fields_00000000.vti")
+    assert list(got) == ["rho"] and got["rho"].dtype == np.float64
+
+
+def test_pvd_lists_every_file_with_its_step_and_no_temp_file_is_left(tmp_path):
+    solver = FakeSolver(axis_fields((3, 4, 5)), (0, 0, 0))
+    writer = VtkWriter(path=tmp_path / "series", prefix="cav", every=10)
+    writer.start(solver)
+    for step in (0, 10, 20, 20):  # the repeated step overwrites, not duplicates
+        solver.time_step = step
+        writer(solver)
+        last = pvd_entries(tmp_path / "series" / "cav.pvd")[-1]
+        assert last == (str(step), f"cav_{step:08d}.vti")
+    writer.finish(solver)
+    expected = [(str(s), f"cav_{s:08d}.vti") for s in (0, 10, 20)]
+    assert pvd_entries(tmp_path / "series" / "cav.pvd") == expected
+    assert sorted(p.name for p in (tmp_path / "series").iterdir()) == sorted(
+        ["cav.pvd"] + [name for _, name in expected]
+    )
+
+
+def test_a_solver_run_writes_the_scheduled_steps(tmp_path):
+    geo = tp.geometry.periodic_box((6, 4))
+    init = tp.plugin(
+        "init", "equilibrium", rho=lambda x, y: 1.0 + 0.01 * x, u=lambda x, y: (0.0 * x, 0.001 * y)
+    )
+    writer = tp.plugin("results", "vtk", path=tmp_path, every=5)
+    solver = tp.compose(
+        "D2Q9", geo, tp.plugin("compute", "lbm", nu=0.1), init=init, results=[writer], device="cpu"
+    )
+    solver.run(10)
+    solver.finish()
+    assert pvd_entries(tmp_path / "fields.pvd") == [
+        ("0", "fields_00000000.vti"),
+        ("5", "fields_00000005.vti"),
+        ("10", "fields_00000010.vti"),
+    ]
+    image, got = read_vti(tmp_path / "fields_00000000.vti")
+    assert image.GetDimensions() == (6, 4, 1)
+    np.testing.assert_allclose(got["rho"][0, 0, :], 1.0 + 0.01 * np.arange(6), rtol=1e-6)
+    assert varies_only_along(got["rho"], axis=2)
+    assert varies_only_along(got["u"][..., 1], axis=1)
+
+
+def test_an_unwritable_directory_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    target = blocker / "out"
+    writer = VtkWriter(path=target)
+    with pytest.raises(OutputDirectoryError) as info:
+        writer.start(FakeSolver(axis_fields((4, 5)), (0, 0)))
+    message = str(info.value)
+    assert f"'{target}'" in message and "Not a directory" in message
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "index.pvd"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(target) as temporary:
+        temporary.write_text("half")
+        raise RuntimeError("disk full")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["index.pvd"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"fields": ("rho", "p")},
+        {"fields": ()},
+        {"precision": "float16"},
+        {"every": 0},
+        {"prefix": "a/b"},
+    ],
+)
+def test_bad_parameters_are_refused(tmp_path, bad):
+    with pytest.raises((ValueError, TypeError)):
+        VtkWriter(path=tmp_path, **bad)
+
+
+def test_vtk_is_imported_only_when_writing():
+    code = (
+        "import sys, thelma_py.registry as r; r.load_plugins(); "
+        "assert 'vtk' in r.available('results'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('vtk', 'vtkmodules')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,5 @@
+"""``python -m thelma_py``: the same as the ``thelma`` command."""
+
+from thelma_py.cli import main
+
+raise SystemExit(main())

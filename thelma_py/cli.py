@@ -1,0 +1,393 @@
+"""The ``thelma`` command line: run a case script, list plug-ins, show lattices and tag layouts.
+
+Sub-commands live in :data:`COMMANDS` (name -> :class:`Command`). Commands that belong to other
+modules are looked up by module name in :data:`OPTIONAL_COMMANDS` and added when the module
+exists; such a module exposes ``add_arguments(parser)`` and ``run(args) -> int``, and the first
+line of its docstring is the command's help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
+
+import thelma_py
+from thelma_py.lattice import LATTICES, lattice_by_name
+from thelma_py.registry import KINDS, PluginParameterError, describe
+
+
+class CliError(Exception):
+    """A mistake in the command line or the case file; printed without a traceback."""
+
+
+class Command(NamedTuple):
+    """One sub-command: ``add_arguments(parser)`` declares its options, ``handler(args)`` runs."""
+
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int | None]
+    help: str = ""
+
+
+# -- run ---------------------------------------------------------------------------------------
+def parse_assignment(text: str) -> tuple[str, object]:
+    """``key=value`` -> (key, value); the value is a Python literal if it parses as one.
+
+    >>> parse_assignment("n=64"), parse_assignment("collision=mrt")
+    (('n', 64), ('collision', 'mrt'))
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise CliError(f"--set expects key=value with a Python name as key, got {text!r}")
+    try:
+        return key, ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        return key, value
+
+
+def load_case(path: str | Path) -> ModuleType:
+    """Import a case script by file path, with its directory on ``sys.path`` (as ``python``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CliError(f"case file '{path}' does not exist")
+    name = "thelma_case_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"'{path}' cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # attrs/dataclasses in the case look their module up here
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "build", None)):
+        raise CliError(f"{path} defines no build(**parameters) function returning a Solver")
+    return module
+
+
+def _signature_text(function: Callable) -> str:
+    parts = []
+    for name, parameter in inspect.signature(function).parameters.items():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        default = parameter.default
+        parts.append(name if default is parameter.empty else f"{name}={default!r}")
+    return ", ".join(parts)
+
+
+def check_build_parameters(build: Callable, kwargs: dict, case: str, set_keys=()) -> None:
+    """Refuse keywords that ``build`` does not take, listing the ones it does."""
+    parameters = inspect.signature(build).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return
+    accepted = {
+        name
+        for name, p in parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    unknown = [key for key in kwargs if key not in accepted]
+    if not unknown:
+        return
+    from_set = [key for key in unknown if key in set_keys]
+    what = (
+        f"unknown --set key(s) {from_set}"
+        if from_set
+        else f"build() does not take {unknown} (a case's build() must accept device and precision)"
+    )
+    raise CliError(f"{case}: {what}; build() parameters: {_signature_text(build)}")
+
+
+def _finite(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _json_ready(value):
+    """Parameters for summary.json: literals as they are, anything else as its repr."""
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("case", help="path of the case script (a .py file with build())")
+    parser.add_argument("--steps", type=int, help="time steps (default: the case's DEFAULT_STEPS)")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        choices=("auto", "cpu", "cuda"),
+        help="auto takes the GPU when CuPy finds one (default: auto)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=("float32", "float64"),
+        help="floating-point precision of the run (default: the case's)",
+    )
+    parser.add_argument("--out", type=Path, help="write VTK files, a .pvd and summary.json here")
+    parser.add_argument(
+        "--every", type=int, help="VTK output every N steps (default: the last step only)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a build() parameter; may be repeated",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar, no solver listing")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from thelma_py.solver import Solver
+
+    case = load_case(args.case)
+    assignments = dict(parse_assignment(text) for text in args.assignments)
+    for reserved in ("device", "precision"):
+        if reserved in assignments:
+            raise CliError(f"set {reserved} with --{reserved}, not --set")
+    kwargs = {"device": args.device}
+    if args.precision is not None:
+        kwargs["precision"] = args.precision
+    kwargs.update(assignments)
+    check_build_parameters(case.build, kwargs, args.case, set_keys=assignments)
+
+    steps = args.steps if args.steps is not None else getattr(case, "DEFAULT_STEPS", None)
+    if steps is None:
+        raise CliError(f"{args.case} defines no DEFAULT_STEPS; pass --steps N")
+    if not isinstance(steps, int) or steps < 0:
+        raise CliError(f"steps must be a non-negative integer, got {steps!r}")
+    if args.every is not None and args.every < 1:
+        raise CliError(f"--every must be at least 1, got {args.every}")
+
+    start = time.perf_counter()
+    solver = case.build(**kwargs)
+    build_seconds = time.perf_counter() - start
+    if not isinstance(solver, Solver):
+        raise CliError(
+            f"{args.case}: build() returned {type(solver).__name__}, expected a thelma_py.Solver"
+        )
+    if args.out is not None:
+        if args.every is not None:
+            every = thelma_py.Every(args.every)
+        else:  # the last step only (or the initial field when no step is run)
+            every = thelma_py.Every(steps, at_start=False) if steps else thelma_py.Every(1)
+        solver.results.append(thelma_py.plugin("results", "vtk", path=args.out, every=every))
+    if not args.quiet:
+        solver.results.append(thelma_py.plugin("results", "progress"))
+        print(solver, flush=True)
+
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        solver.run(steps)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        solver.finish()
+    wall = time.perf_counter() - start
+
+    done = solver.steps_timed
+    summary = {
+        "case": str(args.case),
+        "parameters": {key: _json_ready(value) for key, value in kwargs.items()},
+        **solver.summary(),
+        "build_seconds": round(build_seconds, 6),
+        "wall_seconds": round(wall, 6),
+        "wall_mlups": round(solver.node_count * done / wall / 1e6, 3) if wall > 0 else None,
+        "interrupted": interrupted,
+        "output": None if args.out is None else str(args.out),
+    }
+    summary = {key: _finite(value) for key, value in summary.items()}
+    mlups = "n/a" if summary["mlups"] is None else f"{summary['mlups']:.2f}"
+    print(
+        f"steps      {summary['steps']}{' (interrupted)' if interrupted else ''}\n"
+        f"wall time  {wall:.3f} s (build {build_seconds:.3f} s)\n"
+        f"MLUPS      {mlups} (compute), {summary['wall_mlups']} (wall)\n"
+        f"backend    {summary['backend']}, {summary['precision']}"
+    )
+    if args.out is not None:
+        from thelma_py.modules.results.files import atomic_write_text
+
+        atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
+        print(
+            f"output     {args.out / 'fields.pvd'} (open in ParaView), {args.out / 'summary.json'}"
+        )
+    return 130 if interrupted else 0
+
+
+# -- list --------------------------------------------------------------------------------------
+def _list_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kind", nargs="?", choices=KINDS, help="only this kind")
+
+
+def _list(args: argparse.Namespace) -> int:
+    for kind in [args.kind] if args.kind else KINDS:
+        print(f"{kind}:")
+        for line in describe(kind) or ["(none)"]:
+            print(f"  {line}")
+    return 0
+
+
+# -- info --------------------------------------------------------------------------------------
+def _lattice_name(text: str) -> str:
+    try:
+        return lattice_by_name(text).name
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _info_arguments(parser: argparse.ArgumentParser) -> None:
+    topics = parser.add_subparsers(dest="topic", required=True, metavar="TOPIC")
+    tags = topics.add_parser("tags", help="bit layout of the node tag word")
+    tags.add_argument(
+        "--lattice",
+        type=_lattice_name,
+        default="D3Q19",
+        help=f"one of {', '.join(LATTICES)} (default: D3Q19)",
+    )
+    lattice = topics.add_parser("lattice", help="velocities, weights and opposites")
+    lattice.add_argument("name", type=_lattice_name, help=", ".join(LATTICES))
+
+
+def lattice_table(name: str) -> str:
+    """Velocities c_i, weights w_i and opposite directions of a lattice, as text."""
+    lat = lattice_by_name(name)
+    rows = [
+        f"{lat.name}: d = {lat.d}, q = {lat.q}, cs^2 = {Fraction(lat.cs2).limit_denominator()}",
+        f"  {'i':>3}  {'c_i':<{4 * lat.d + 2}} {'w_i':>6}  opposite",
+    ]
+    for i, (c, w, opposite) in enumerate(zip(lat.c, lat.w, lat.opposite, strict=True)):
+        velocity = "(" + ", ".join(f"{int(v):2d}" for v in c) + ")"
+        weight = str(Fraction(float(w)).limit_denominator(10_000))
+        rows.append(f"  {i:>3}  {velocity:<{4 * lat.d + 2}} {weight:>6}  {opposite:>8}")
+    if lat.mrt is not None:
+        rows.append(f"  MRT moments: {', '.join(lat.mrt.names)}")
+    return "\n".join(rows)
+
+
+def _info(args: argparse.Namespace) -> int:
+    if args.topic == "tags":
+        from thelma_py.geometry.tags import TagLayout
+
+        print(TagLayout(lattice_by_name(args.lattice)).describe())
+    else:
+        print(lattice_table(args.name))
+    return 0
+
+
+COMMANDS: dict[str, Command] = {
+    "run": Command(
+        _run_arguments, _run, "run a case script: CASE.py defines build(**parameters) -> Solver"
+    ),
+    "list": Command(
+        _list_arguments, _list, "list the registered plug-ins of each kind with their parameters"
+    ),
+    "info": Command(
+        _info_arguments,
+        _info,
+        "show a node-tag bit layout (info tags) or a velocity set (info lattice)",
+    ),
+}
+"""Built-in sub-commands, by name: add more here, or in :data:`OPTIONAL_COMMANDS`."""
+
+OPTIONAL_COMMANDS: dict[str, str] = {
+    "bench": "thelma_py.bench",
+    "kernels": "thelma_py.codegen.kernels_cli",
+}
+"""Sub-commands provided by modules that may be absent: name -> module."""
+
+
+# -- optional commands from other modules ------------------------------------------------------
+def _unavailable(name: str, module_name: str, error: Exception) -> Command:
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def handler(args: argparse.Namespace) -> int:
+        raise CliError(
+            f"'thelma {name}' is unavailable: importing {module_name} failed: "
+            f"{type(error).__name__}: {error}"
+        )
+
+    return Command(add_arguments, handler, f"(unavailable: {module_name} failed to import)")
+
+
+def optional_commands() -> dict[str, Command]:
+    """Commands of :data:`OPTIONAL_COMMANDS` whose module exists (imported here, on demand)."""
+    found = {}
+    for name, module_name in OPTIONAL_COMMANDS.items():
+        try:
+            present = importlib.util.find_spec(module_name) is not None
+        except ModuleNotFoundError:  # a parent package is missing
+            present = False
+        if not present:
+            continue
+        try:
+            module = importlib.import_module(module_name)
+            found[name] = Command(
+                module.add_arguments, module.run, (inspect.getdoc(module) or "").split("\n")[0]
+            )
+        except Exception as error:  # a broken optional command must not break `thelma run`
+            found[name] = _unavailable(name, module_name, error)
+    return found
+
+
+def build_parser(commands: dict[str, Command]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="thelma",
+        description="thelma-py: TheLMA-style LBM and LW-ACM solvers "
+        "(NumPy reference, CuPy on NVIDIA GPUs).",
+    )
+    parser.add_argument("--version", action="version", version=thelma_py.__version__)
+    parser.add_argument(
+        "--traceback", action="store_true", help="show the full traceback of an error"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, entry in commands.items():
+        child = sub.add_parser(name, help=entry.help, description=entry.help)
+        entry.add_arguments(child)
+        child.set_defaults(handler=entry.handler)
+    return parser
+
+
+_USER_ERRORS = (
+    CliError,
+    ValueError,
+    LookupError,
+    PluginParameterError,
+    OSError,
+    RuntimeError,
+    MemoryError,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``thelma`` console script; returns the exit status."""
+    parser = build_parser({**COMMANDS, **optional_commands()})
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except BrokenPipeError:  # `thelma list | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except _USER_ERRORS as error:
+        if args.traceback:
+            raise
+        label = "" if isinstance(error, CliError) else f"{type(error).__name__}: "
+        print(f"thelma {args.command}: error: {label}{error}", file=sys.stderr)
+        return 2 if isinstance(error, CliError) else 1

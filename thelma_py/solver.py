@@ -132,6 +132,9 @@ class Solver:
             raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
         self._start()
         end = self.time_step + int(steps)
+        for result in self.results:  # optional hook: progress bars need the target step
+            if hasattr(result, "begin_run"):
+                result.begin_run(self, end)
         while self.time_step < end:
             stops = [end]
             for result in self.results:

@@ -1,4 +1,4 @@
-"""Geometry plug-ins: shapes, node tags and domain descriptions (installed as thelma_py.geometry)."""
+"""Geometry plug-ins: shapes, node tags, domains (installed as thelma_py.geometry)."""
 
 from thelma_py.geometry.domain import FACES, Geometry, NodeTags, cavity, channel, periodic_box
 from thelma_py.geometry.shapes import Box, Cylinder, Everything, Function, Mask, Shape, Sphere

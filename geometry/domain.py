@@ -92,7 +92,8 @@ class Geometry:
     @shape.validator
     def _check_shape(self, _, value):
         if len(value) not in (2, 3) or min(value) < 1:
-            raise ValueError(f"shape must be 2 or 3 positive node counts (nx, ny[, nz]), got {value}")
+            raise ValueError(f"shape must be 2 or 3 positive node counts (nx, ny[, nz]), "
+                             f"got {value}")
 
     def __attrs_post_init__(self):
         if self.periodic is None:

@@ -88,7 +88,8 @@ class Cylinder(Shape):
     def contains(self, coords: Coords) -> np.ndarray:
         others = [x for a, x in enumerate(coords) if a != self.axis][:2]
         r2 = sum((x - c) ** 2 for x, c in zip(others, self.center, strict=True))
-        return np.broadcast_to(r2 <= self.radius**2, np.broadcast_shapes(*(c.shape for c in coords)))
+        full = np.broadcast_shapes(*(c.shape for c in coords))
+        return np.broadcast_to(r2 <= self.radius**2, full)
 
 
 @attrs.frozen

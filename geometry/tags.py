@@ -118,5 +118,6 @@ class TagLayout:
                 f"  bits {LINK_SHIFT}..{top:<3}  link mask: bit {LINK_SHIFT}+i-1 set when the "
                 "upstream node x - c_i is solid"]
         for i in range(1, lat.q):
-            rows.append(f"      bit {self.link_bit(i):2d}: direction {i:2d}, c = {tuple(lat.c[i])}")
+            c = tuple(int(v) for v in lat.c[i])  # plain ints: NumPy 2 reprs show np.int64(...)
+            rows.append(f"      bit {self.link_bit(i):2d}: direction {i:2d}, c = {c}")
         return "\n".join(rows)

@@ -111,15 +111,18 @@ class Lattice:
     def equilibrium(self, rho, u: Sequence):
         """Second-order equilibrium f_eq_i(ρ, u) for i in 0..Q-1, as a list.
 
-        Works on any number-like values (floats, NumPy arrays, symbolic expressions), so the NumPy
-        reference and the CUDA generator evaluate the same formula.
+        Works on any number-like values (floats, NumPy or CuPy arrays, traced expressions), so
+        the NumPy reference and the CUDA generator evaluate the same formula.
         """
         usq = sum(ua * ua for ua in u)
-        out = []
-        for ci, wi in zip(self.c, self.w, strict=True):
-            cu = sum(int(cia) * ua for cia, ua in zip(ci, u, strict=True) if cia != 0)
-            out.append(float(wi) * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - 1.5 * usq))
-        return out
+        return [self.equilibrium_i(i, rho, u, usq) for i in range(self.q)]
+
+    def equilibrium_i(self, i: int, rho, u: Sequence, usq=None):
+        """Equilibrium of direction i alone; ``usq`` = |u|² if already computed."""
+        if usq is None:
+            usq = sum(ua * ua for ua in u)
+        cu = sum(int(c) * ua for c, ua in zip(self.c[i], u, strict=True) if c != 0)
+        return float(self.w[i]) * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - 1.5 * usq)
 
 
 def _velocities(d: int, max_norm2: int) -> list[tuple[int, ...]]:

@@ -7,6 +7,7 @@ code (:mod:`.collision`) for the GPU.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import attrs
@@ -22,8 +23,8 @@ from thelma_py.modules.compute.lbm.collision import (
     Relaxation,
     collide,
     trt_omega_minus,
-    wall_momentum,
 )
+from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.registry import register
 
 STREAMING = ("pull", "push", "aa")
@@ -31,11 +32,23 @@ STREAMING = ("pull", "push", "aa")
 
 def _check_nu(instance, attribute, value):
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise ValueError(f"nu must be a positive kinematic viscosity in lattice units, got {value!r}"
-                         f" (tau = 3 nu + 1/2 must exceed 1/2)")
+        raise ValueError(f"nu must be a positive kinematic viscosity in lattice units, got "
+                         f"{value!r} (tau = 3 nu + 1/2 must exceed 1/2)")
     if 3.0 * value + 0.5 > 50:
         raise ValueError(f"nu = {value} gives tau = {3 * value + 0.5:.1f}; above 50 the scheme "
                          "is inaccurate. Use a finer lattice or a larger lattice velocity.")
+
+
+CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
+
+
+def _check_cuda_options(instance, attribute, value):
+    unknown = set(value) - set(CUDA_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown cuda_options {sorted(unknown)}; valid: {CUDA_OPTIONS}")
+    block = value.get("block", 128)
+    if not (isinstance(block, int) and 32 <= block <= 1024 and block % 32 == 0):
+        raise ValueError(f"cuda_options block must be a multiple of 32 in 32..1024, got {block!r}")
 
 
 def _force_tuple(value):
@@ -45,7 +58,7 @@ def _force_tuple(value):
 @register("compute", "lbm")
 @attrs.frozen(kw_only=True)
 class Lbm:
-    """Lattice Boltzmann: collision bgk|trt|mrt, streaming pull|push|aa (in-place), lattice units."""
+    """Lattice Boltzmann: collision bgk|trt|mrt, streaming pull|push|aa; lattice units."""
 
     nu: float = attrs.field(validator=_check_nu)
     """Kinematic viscosity [lattice units]; τ = 3ν + ½."""
@@ -59,6 +72,9 @@ class Lbm:
     """Uniform body acceleration (g_x, g_y[, g_z]) in lattice units."""
     streaming: str = attrs.field(default="pull", validator=attrs.validators.in_(STREAMING))
     """GPU memory scheme: two buffers (pull, push) or one (aa); the NumPy reference pulls."""
+    cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
+    """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
+    streaming_stores (evict-first stores). Results do not depend on them."""
 
     @property
     def tau(self) -> float:
@@ -96,30 +112,6 @@ class Lbm:
         return NumpyLbm(self, lattice, tags, backend, np.dtype(dtype))
 
 
-class WallLinks:
-    """Per direction: flat indices of nodes whose population i arrives through a wall, and
-    Ladd's moving-wall term for each (None where every such wall is at rest)."""
-
-    def __init__(self, lattice: Lattice, tags: NodeTags, dtype: np.dtype):
-        self.index: dict[int, np.ndarray] = {}
-        self.term: dict[int, np.ndarray | None] = {}
-        shape = tags.tags.shape
-        table = tags.bc_table
-        for i in range(1, lattice.q):
-            where = tags.layout.crosses_wall(tags.tags, i)
-            if not where.any():
-                continue
-            flat = np.flatnonzero(where)
-            self.index[i] = flat
-            window = tuple(slice(1 - c, 1 - c + n) for c, n in
-                           zip(reversed(lattice.c[i].tolist()), shape, strict=True))
-            upstream_id = tags.halo_bc_id[window].reshape(-1)[flat]
-            row = table[upstream_id]
-            velocity = [row[:, a] for a in range(lattice.d)]
-            term = wall_momentum(lattice, i, velocity, row[:, 3])
-            self.term[i] = np.asarray(term, dtype=dtype) if np.any(term) else None
-
-
 class NumpyLbm(ComputeEngine):
     """Vectorised NumPy LBM, the reference for every GPU variant.
 
@@ -136,8 +128,15 @@ class NumpyLbm(ComputeEngine):
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape
         self.f = np.zeros((lattice.q, *self.shape), dtype=dtype)
+        self._spare = np.empty_like(self.f)  # the other buffer: stream into it, swap
         self.omega = dtype.type(params.omega)
         self.omega_minus = dtype.type(params.omega_minus)
+        self._copies = [_shift_copies(c[::-1], self.shape) for c in lattice.c.tolist()]
+        # Collide in blocks of nodes so that the dozens of temporaries the collision creates
+        # stay in cache; elementwise arithmetic makes the result independent of the blocking.
+        nodes = int(np.prod(self.shape))
+        block = max(1, BLOCK_BYTES // (lattice.q * dtype.itemsize))
+        self._blocks = [slice(a, min(a + block, nodes)) for a in range(0, nodes, block)]
 
     @property
     def traffic_bytes_per_node(self) -> int:
@@ -152,14 +151,17 @@ class NumpyLbm(ComputeEngine):
         u = [np.asarray(ua, dtype=self.dtype) for ua in u]
         self.f = np.array(self.lattice.equilibrium(rho, u), dtype=self.dtype)
 
-    def stream(self, f: np.ndarray) -> np.ndarray:
-        """Pull streaming with halfway bounce-back: returns the pre-collision populations."""
-        lat = self.lattice
-        axes = tuple(range(lat.d))
-        out = np.empty_like(f)
-        for i in range(lat.q):
-            out[i] = np.roll(f[i], shift=tuple(lat.c[i][::-1]), axis=axes)
-        opposite = lat.opposite
+    def stream(self, f: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Pull streaming with halfway bounce-back: returns the pre-collision populations.
+
+        Same values as :func:`.layouts.stream` (``np.roll`` per population), written with
+        slice copies into ``out`` (a new array if None) instead of temporaries.
+        """
+        out = np.empty_like(f) if out is None else out
+        for i, copies in enumerate(self._copies):
+            for dst, src in copies:
+                out[i][dst] = f[i][src]
+        opposite = self.lattice.opposite
         for i, flat in self.walls.index.items():
             bounced = f[opposite[i]].reshape(-1)[flat]
             term = self.walls.term[i]
@@ -168,14 +170,18 @@ class NumpyLbm(ComputeEngine):
 
     def step(self, n: int = 1) -> None:
         force = self.params.force
+        q = self.lattice.q
         for _ in range(n):
-            incoming = self.stream(self.f)
-            post, _, _ = collide(self.relax, list(incoming), identity_let, self.omega,
-                                 self.omega_minus, force)
-            new = np.array(post, dtype=self.dtype)
-            flat_new, flat_old = new.reshape(self.lattice.q, -1), self.f.reshape(self.lattice.q, -1)
-            flat_new[:, self.solid] = flat_old[:, self.solid]
-            self.f = new
+            new = self.stream(self.f, out=self._spare)
+            flat = new.reshape(q, -1)
+            for block in self._blocks:
+                post, _, _ = collide(self.relax, list(flat[:, block]), identity_let, self.omega,
+                                     self.omega_minus, force)
+                for i in range(q):  # every post[i] is computed before any write: in place
+                    flat[i, block] = post[i]
+            if len(self.solid):
+                flat[:, self.solid] = self.f.reshape(q, -1)[:, self.solid]
+            self.f, self._spare = new, self.f
 
     def macroscopic(self):
         lat = self.lattice
@@ -195,6 +201,24 @@ class NumpyLbm(ComputeEngine):
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.f.dtype}{self.f.shape}")
         self.f = f.copy()
+
+
+BLOCK_BYTES = 1 << 20
+"""Populations per collision block in the NumPy engine, in bytes (tuned on a 2-core CPU)."""
+
+
+def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
+    """(destination, source) slice pairs that do ``out = np.roll(a, shift)`` by plain copies:
+    out[x] = a[x − shift] with periodic wrap, in at most 2^D pieces."""
+    per_axis = []
+    for s, n in zip(shift, shape, strict=True):
+        s %= n
+        if s == 0:
+            per_axis.append([(slice(None), slice(None))])
+        else:
+            per_axis.append([(slice(s, None), slice(None, n - s)),
+                             (slice(None, s), slice(n - s, None))])
+    return [tuple(zip(*pieces, strict=True)) for pieces in itertools.product(*per_axis)]
 
 
 def check_fits(backend: Backend, nodes: int, bytes_per_node: int) -> None:

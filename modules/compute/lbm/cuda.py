@@ -1,0 +1,244 @@
+"""CUDA LBM engine: generated kernels (:mod:`.kernels`) launched through CuPy.
+
+Only this module and :mod:`thelma_py.backend` import cupy. Kernels are compiled once per source
+text (CuPy also caches the binaries on disk). Runs of many steps on small domains are replayed
+from a captured CUDA graph so that Python launch overhead disappears.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from thelma_py.backend import Backend
+from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.geometry.domain import NodeTags
+from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm import CUDA_OPTIONS, layouts
+from thelma_py.modules.compute.lbm.kernels import (
+    KernelConfig,
+    edge_table,
+    generate,
+    kernel_names,
+    tile_flags,
+)
+
+GRAPH_STEPS = 32
+"""Steps captured per CUDA graph (even, so two-buffer and AA schemes return to their parity)."""
+GRAPH_BELOW_NODES = 1 << 22
+"""Use graphs for domains smaller than this (launch overhead matters only there)."""
+COMPILE_OPTIONS = ("-std=c++17",)
+
+
+@functools.lru_cache(maxsize=64)
+def _module(source: str):
+    import cupy
+
+    return cupy.RawModule(code=source, options=COMPILE_OPTIONS)
+
+
+def kernel_config(params, lattice: Lattice, tags: NodeTags, dtype: np.dtype) -> KernelConfig:
+    """The compile-time configuration for these parameters and this geometry."""
+    has_walls = bool(tags.solid.any() or (tags.layout.links(tags.tags) != 0).any())
+    moving = bool(np.any(tags.bc_table[:, :3] != 0))
+    options = {**CUDA_OPTIONS, **params.cuda_options}
+    return KernelConfig(
+        lattice=lattice, relaxation=params.relaxation(lattice),
+        real="float" if dtype == np.float32 else "double", scheme=params.streaming,
+        force=params.force, walls=has_walls, moving_walls=moving, block=options["block"],
+        min_blocks=options["min_blocks"], streaming_stores=bool(options["streaming_stores"]))
+
+
+class CudaLbm(ComputeEngine):
+    """LBM on one GPU: pull, push (two buffers) or AA (one buffer, in place)."""
+
+    def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
+        import cupy
+
+        self.cp = cupy
+        self.params, self.lattice, self.tags, self.backend, self.dtype = (
+            params, lattice, tags, backend, np.dtype(dtype))
+        self.scheme = params.streaming
+        self.config = kernel_config(params, lattice, tags, self.dtype)
+        self.source = generate(self.config)
+        self.shape = tags.tags.shape
+        self.nodes = int(np.prod(self.shape))
+        check_memory(backend, self.nodes, self.memory_bytes_per_node,
+                     hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
+        dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
+        self.nz, self.ny, self.nx = (int(v) for v in dims)
+        self.block = self.config.block
+        module = _module(self.source)
+        self.kernels = {key: module.get_function(name)
+                        for key, name in kernel_names(self.scheme).items()}
+        xp = cupy
+        self.walls = layouts.WallLinks(lattice, tags, self.dtype, xp)
+        self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
+        self.tag_words = xp.asarray(tags.tags)
+        self.tile_flags = xp.asarray(tile_flags(tags))
+        self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
+        self.edge_bc = xp.asarray(edge_table(tags))
+        self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
+        buffers = 1 if self.scheme == "aa" else 2
+        q = lattice.q
+        self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(buffers)]
+        self.rho = xp.empty(self.shape, dtype=self.dtype)
+        self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
+        self.current = 0
+        self.phase = "post-even"
+        self.omega = self.dtype.type(params.omega)
+        self.omega_minus = self.dtype.type(params.omega_minus)
+        self._graphs: dict = {}
+        self._stream = None
+
+    # -- sizes -------------------------------------------------------------------------------
+    @property
+    def traffic_bytes_per_node(self) -> int:
+        return 2 * self.lattice.q * self.dtype.itemsize
+
+    @property
+    def memory_bytes_per_node(self) -> int:
+        buffers = 1 if self.params.streaming == "aa" else 2
+        return ((buffers * self.lattice.q + 1 + self.lattice.d) * self.dtype.itemsize
+                + self.tags.tags.itemsize)
+
+    # -- state -------------------------------------------------------------------------------
+    def _set_canonical(self, f_post) -> None:
+        xp = self.cp
+        held = layouts.to_scheme(self.lattice, self.walls, self.solid_index, f_post,
+                                 self.scheme, "post-even", xp)
+        self.current, self.phase = 0, "post-even"
+        self.buffers[0][...] = held
+        if len(self.buffers) > 1:
+            self.buffers[1][...] = held
+        self._macroscopic_from(f_post)
+        self._graphs.clear()
+
+    def _macroscopic_from(self, f_post) -> None:
+        """ρ, u from post-collision populations (as the NumPy reference defines them)."""
+        xp = self.cp
+        lat = self.lattice
+        self.rho[...] = f_post.sum(axis=0)
+        c = xp.asarray(lat.c.T.astype(self.dtype))
+        u = xp.tensordot(c, f_post, axes=1) / self.rho
+        if self.params.force is not None:
+            u -= xp.asarray(self.params.force, dtype=self.dtype).reshape(-1, *[1] * lat.d) * 0.5
+        u.reshape(lat.d, -1)[:, self.solid_index] = 0
+        self.u[...] = u
+
+    def initialize(self, rho, u) -> None:
+        xp = self.cp
+        rho = xp.asarray(rho, dtype=self.dtype)
+        u = [xp.asarray(ua, dtype=self.dtype) for ua in u]
+        if self.scheme == "push":
+            f_post = xp.stack(self.lattice.equilibrium(rho, u)).astype(self.dtype)
+            self._set_canonical(f_post)
+            return
+        # pull and AA hold f* as it is (AA: reversed per node): fill one population at a time,
+        # so that the largest domains need no second copy of f on the device.
+        lat = self.lattice
+        slots = lat.opposite if self.scheme == "aa" else range(lat.q)
+        usq = sum(ua * ua for ua in u)
+        for i, slot in enumerate(slots):
+            feq = lat.equilibrium_i(i, rho, u, usq)
+            for buffer in self.buffers:
+                buffer[slot] = feq
+        del usq
+        self.current, self.phase = 0, "post-even"
+        self._graphs.clear()
+        self.rho[...] = rho
+        for a, ua in enumerate(u):
+            self.u[a] = ua
+        self.u.reshape(lat.d, -1)[:, self.solid_index] = 0
+
+    def canonical(self):
+        """Post-collision populations f* (device array), whatever the scheme holds."""
+        held = self.buffers[self.current]
+        return layouts.from_scheme(self.lattice, self.walls, self.solid_index, held,
+                                   self.scheme, self.phase, self.cp)
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
+                "layout": np.array(f"{self.scheme}/{self.phase}"),
+                "rho": self.rho.get(), "u": self.u.get()}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        f = np.asarray(state["f"])
+        expected = (self.lattice.q, *self.shape)
+        if f.shape != expected or f.dtype != self.dtype:
+            raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
+                             f"{self.dtype}{expected}")
+        layout = str(state.get("layout", ""))
+        if "held" in state and layout.startswith(self.scheme + "/"):
+            self._set_canonical(self.cp.asarray(f))  # sets solid nodes, tables, macroscopic
+            self.phase = layout.split("/", 1)[1]
+            self.buffers[0][...] = self.cp.asarray(state["held"])
+            if len(self.buffers) > 1:
+                self.buffers[1][...] = self.buffers[0]
+            self.rho[...] = self.cp.asarray(state["rho"])
+            self.u[...] = self.cp.asarray(state["u"])
+        else:
+            self._set_canonical(self.cp.asarray(f))
+
+    def macroscopic(self):
+        return self.rho, self.u
+
+    # -- stepping ----------------------------------------------------------------------------
+    def _launch(self, store: bool) -> None:
+        parity = ""
+        if self.scheme == "aa":
+            parity = "odd" if self.phase == "post-even" else "even"
+        kernel = self.kernels[(parity, store)]
+        grid = ((self.nx + self.block - 1) // self.block, self.ny, self.nz)
+        if self.scheme == "aa":
+            arrays = (self.buffers[0],)
+        else:
+            arrays = (self.buffers[self.current], self.buffers[1 - self.current])
+        args = (*arrays, self.tag_words, self.tile_flags, self.bc, self.edge_bc,
+                np.int32(self.periodic), self.omega, self.omega_minus, np.int32(self.nx),
+                np.int32(self.ny), np.int32(self.nz), self.rho, self.u)
+        kernel(grid, (self.block, 1, 1), args)  # on the current stream
+        if self.scheme == "aa":
+            self.phase = "post-odd" if parity == "odd" else "post-even"
+        else:
+            self.current = 1 - self.current
+
+    def _graph(self):
+        """A CUDA graph of GRAPH_STEPS plain steps from the current parity (cached)."""
+        key = (self.current, self.phase)
+        if key not in self._graphs:
+            cp = self.cp
+            if self._stream is None:
+                self._stream = cp.cuda.Stream(non_blocking=True)
+            stream = self._stream
+            with stream:
+                stream.begin_capture()
+                try:
+                    for _ in range(GRAPH_STEPS):
+                        self._launch(False)
+                finally:
+                    graph = stream.end_capture()
+            self._graphs[key] = graph
+        return self._graphs[key]
+
+    def step(self, n: int = 1) -> None:
+        if n <= 0:
+            return
+        plain = n - 1
+        use_graph = self.nodes < GRAPH_BELOW_NODES and plain >= 2 * GRAPH_STEPS
+        if use_graph:
+            while plain >= GRAPH_STEPS:
+                graph = self._graph()  # capture leaves the parity where replay will
+                graph.launch(self.cp.cuda.get_current_stream())
+                plain -= GRAPH_STEPS
+        for _ in range(plain):
+            self._launch(False)
+        self._launch(True)
+
+    def poison(self) -> None:
+        """Testing aid: fill everything a step must write with NaN."""
+        if len(self.buffers) > 1:
+            self.buffers[1 - self.current].fill(np.nan)
+        self.rho.fill(np.nan)
+        self.u.fill(np.nan)

@@ -1,0 +1,271 @@
+"""``thelma bench``: MLUPS against the device's own measured copy bandwidth.
+
+Each configuration is timed with CUDA events over several repeats of K steps after a warm-up,
+and reported with the bytes one node update must move (2 Q × sizeof(real) for LBM), the
+bandwidth this amounts to and its fraction of a large device-to-device copy measured in the same
+run (bytes read + written). Results go to stdout as a table and to a JSON file with the device,
+driver, CuPy version, commit and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from thelma_py.backend import select_backend
+from thelma_py.geometry import domain
+from thelma_py.lattice import lattice_by_name
+
+CASES = ("periodic", "cavity", "shell")
+"""periodic: fully periodic box; cavity: closed box, walls beyond the faces, moving lid;
+shell: the same box with a one-node solid shell stored in the lattice and a moving lid layer."""
+
+
+@attrs.frozen
+class BenchConfig:
+    lattice: str = "D3Q19"
+    collision: str = "bgk"
+    precision: str = "float32"
+    streaming: str = "pull"
+    size: int = 256
+    case: str = "periodic"
+    block: int = 128
+    min_blocks: int = 0
+    streaming_stores: bool = False
+
+    @property
+    def label(self) -> str:
+        tuning = (f" m{self.min_blocks}" if self.min_blocks else "") + (
+            " stcs" if self.streaming_stores else "")
+        return (f"{self.lattice} {self.collision} {self.precision} {self.streaming} "
+                f"{self.case} {self.size}^{3 if self.lattice != 'D2Q9' else 2} b{self.block}"
+                f"{tuning}")
+
+
+def geometry_for(case: str, size: int, dim: int) -> domain.Geometry:
+    shape = (size,) * dim
+    lid = (0.05, 0.0, 0.0)[:dim]
+    top = "+z" if dim == 3 else "+y"
+    if case == "periodic":
+        return domain.periodic_box(shape)
+    if case == "cavity":
+        return domain.cavity(shape, lid, lid_face=top)
+    if case == "shell":
+        geo = domain.Geometry(shape)
+        for face in domain.FACES[: 2 * dim]:
+            if face != top:
+                geo.wall(geo.face(face))
+        geo.wall(geo.face(top), velocity=lid)
+        return geo
+    raise ValueError(f"unknown bench case {case!r}; valid: {CASES}")
+
+
+def copy_bandwidth(cp, nbytes: int = 4 << 30, repeats: int = 10) -> float:
+    """Device-to-device copy bandwidth in bytes/s (read + written), median of ``repeats``."""
+    src = cp.ones(nbytes // 4, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    dst[...] = src  # warm-up
+    times = []
+    for _ in range(repeats):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        dst[...] = src
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    del src, dst
+    cp.get_default_memory_pool().free_all_blocks()
+    return 2 * nbytes / statistics.median(times)
+
+
+def build_engine(cfg: BenchConfig, backend):
+    from thelma_py.modules.compute.lbm import Lbm
+
+    lattice = lattice_by_name(cfg.lattice)
+    geo = geometry_for(cfg.case, cfg.size, lattice.d)
+    tags = geo.evaluate(lattice)
+    params = Lbm(nu=0.02, collision=cfg.collision, streaming=cfg.streaming,
+                 cuda_options={"block": cfg.block, "min_blocks": cfg.min_blocks,
+                               "streaming_stores": cfg.streaming_stores})
+    dtype = np.dtype(cfg.precision)
+    engine = params.create(lattice, tags, backend, dtype)
+    rng = np.random.default_rng(1)
+    shape = tags.tags.shape
+    rho = 1.0 + 0.01 * rng.standard_normal(shape)
+    u = 0.02 * rng.standard_normal((lattice.d, *shape))
+    engine.initialize(backend.to_device(rho.astype(dtype)), backend.to_device(u.astype(dtype)))
+    return engine, geo.node_count
+
+
+def time_engine(cp, engine, nodes: int, target_seconds: float = 0.25, repeats: int = 7) -> dict:
+    """Median and spread of MLUPS over ``repeats`` timed batches of K steps."""
+    engine.step(4)  # compile, first touch, graph capture
+    cp.cuda.Device().synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    engine.step(8)
+    stop.record()
+    stop.synchronize()
+    per_step = cp.cuda.get_elapsed_time(start, stop) / 1e3 / 8
+    steps = max(8, int(target_seconds / max(per_step, 1e-7)))
+    steps += steps % 2
+    mlups = []
+    for _ in range(repeats):
+        start.record()
+        engine.step(steps)
+        stop.record()
+        stop.synchronize()
+        seconds = cp.cuda.get_elapsed_time(start, stop) / 1e3
+        mlups.append(nodes * steps / seconds / 1e6)
+    rho, _ = engine.macroscopic()
+    if not bool(cp.isfinite(rho).all()):
+        raise RuntimeError("benchmark state went non-finite")
+    return {"mlups": statistics.median(mlups), "mlups_min": min(mlups),
+            "mlups_max": max(mlups), "steps_per_repeat": steps, "repeats": repeats}
+
+
+def run_config(cp, backend, cfg: BenchConfig, copy_bw: float) -> dict:
+    engine, nodes = build_engine(cfg, backend)
+    timing = time_engine(cp, engine, nodes)
+    bytes_per_node = engine.traffic_bytes_per_node
+    achieved = timing["mlups"] * 1e6 * bytes_per_node
+    record = {**attrs.asdict(cfg), "nodes": nodes, **timing,
+              "bytes_per_node": bytes_per_node,
+              "memory_bytes_per_node": engine.memory_bytes_per_node,
+              "bandwidth_GBs": achieved / 1e9, "fraction_of_copy": achieved / copy_bw}
+    del engine
+    cp.get_default_memory_pool().free_all_blocks()
+    return record
+
+
+def largest_cube(cp, backend, cfg: BenchConfig) -> dict:
+    """The largest cubic domain of this configuration that fits in free memory, run for real."""
+    from thelma_py.modules.compute.lbm import Lbm
+
+    lattice = lattice_by_name(cfg.lattice)
+    probe = Lbm(nu=0.02, streaming=cfg.streaming).create(
+        lattice, domain.periodic_box((8,) * lattice.d).evaluate(lattice), backend,
+        np.dtype(cfg.precision))
+    per_node = probe.memory_bytes_per_node
+    del probe
+    cp.get_default_memory_pool().free_all_blocks()
+    free, total = backend.memory()
+    # host-side geometry evaluation and layout conversions need headroom on the device too
+    n = int((0.90 * free / per_node) ** (1 / 3))
+    n -= n % 8
+    record = {"case": cfg.case, "streaming": cfg.streaming, "precision": cfg.precision,
+              "memory_bytes_per_node": per_node, "free_bytes": free, "total_bytes": total,
+              "size": n}
+    try:
+        result = run_config(cp, backend, attrs.evolve(cfg, size=n), 1.0)
+        record.update(mlups=result["mlups"], ran=True)
+    except Exception as error:  # report, do not hide: the figure is then an estimate only
+        record.update(ran=False, error=f"{type(error).__name__}: {error}")
+    return record
+
+
+def environment(cp) -> dict:
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=Path(__file__).parent).stdout.strip()
+    except OSError:
+        commit = "unknown"
+    return {"device": name, "driver": cp.cuda.runtime.driverGetVersion(),
+            "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__,
+            "python": platform.python_version(), "commit": commit or "unknown",
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v]
+
+
+def _words(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lattice", type=_words, default=["D3Q19"])
+    parser.add_argument("--collision", type=_words, default=["bgk", "mrt"])
+    parser.add_argument("--precision", type=_words, default=["float32", "float64"])
+    parser.add_argument("--streaming", type=_words, default=["pull", "aa"])
+    parser.add_argument("--sizes", type=_ints, default=[128, 256, 384])
+    parser.add_argument("--cases", type=_words, default=["periodic", "cavity"])
+    parser.add_argument("--block-sizes", type=_ints, default=[128],
+                        help="thread-block sizes along x to sweep, e.g. 32,64,128,256")
+    parser.add_argument("--min-blocks", type=_ints, default=[0],
+                        help="minimum blocks per SM for __launch_bounds__ (0: compiler)")
+    parser.add_argument("--streaming-stores", type=_ints, default=[0],
+                        help="0,1: sweep evict-first stores")
+    parser.add_argument("--largest", action="store_true",
+                        help="also run the largest cube that fits (D3Q19 fp32, in-place)")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+
+
+def run(args: argparse.Namespace) -> int:
+    backend = select_backend("cuda")
+    cp = backend.xp
+    env = environment(cp)
+    copy_bw = copy_bandwidth(cp)
+    print(f"device: {env['device']}  cupy {env['cupy']}  commit {env['commit']}  {env['date']}")
+    print(f"copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s")
+    configs = [BenchConfig(*values) for values in itertools.product(
+        args.lattice, args.collision, args.precision, args.streaming, args.sizes, args.cases,
+        args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores])]
+    records = []
+    header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
+              f"{'GB/s':>7} {'of copy':>8} {'mem B/node':>10}")
+    print(header)
+    for cfg in configs:
+        try:
+            record = run_config(cp, backend, cfg, copy_bw)
+        except Exception as error:
+            print(f"{cfg.label:<60} failed: {type(error).__name__}: {error}", file=sys.stderr)
+            records.append({**attrs.asdict(cfg), "error": f"{type(error).__name__}: {error}"})
+            continue
+        records.append(record)
+        print(f"{cfg.label:<60} {record['mlups']:9.0f} "
+              f"{record['mlups_min']:6.0f}-{record['mlups_max']:<6.0f} "
+              f"{record['bytes_per_node']:7d} {record['bandwidth_GBs']:7.0f} "
+              f"{record['fraction_of_copy']:8.1%} {record['memory_bytes_per_node']:10d}")
+    largest = []
+    if args.largest:
+        for case in ("periodic", "cavity"):
+            rec = largest_cube(cp, backend, BenchConfig(streaming="aa", case=case, size=0))
+            largest.append(rec)
+            print(f"largest D3Q19 fp32 aa {case}: {rec['size']}^3 "
+                  f"({rec['memory_bytes_per_node']} B/node, "
+                  f"{rec['size'] ** 3 * rec['memory_bytes_per_node'] / 1e9:.1f} GB) "
+                  + (f"ran at {rec['mlups']:.0f} MLUPS" if rec.get("ran") else
+                     f"not run: {rec.get('error')}"))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
+                   "largest": largest}
+        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
+        tmp.write_text(json.dumps(payload, indent=1))
+        tmp.replace(args.json)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="thelma bench", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

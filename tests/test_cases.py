@@ -1,0 +1,118 @@
+"""Every case script builds at a tiny size on the CPU, runs a few steps and stays finite.
+
+Case scripts follow one contract: ``DEFAULT_STEPS``, ``build(device=..., precision=...,
+**params)`` with keyword parameters only, returning a :class:`thelma_py.Solver`, and ``main()``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import thelma_py as tp
+
+CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
+
+# Tiny parameters per case; a new case must add an entry here (see test_every_case_is_listed).
+TINY = {
+    "lid_driven_cavity": [dict(n=8), dict(n=6, dim=3), dict(n=8, collision="bgk"),
+                          dict(n=8, reynolds=400, lid_velocity=0.05, collision="trt")],
+    "poiseuille": [dict(n=6), dict(n=6, collision="trt", tau=0.6, length=2)],
+    "taylor_green": [dict(n=8), dict(n=8, collision="bgk", reynolds=10),
+                     dict(n=8, collision="trt", nu=0.05)],
+}
+TINY_ARGV = {
+    "lid_driven_cavity": ["--n", "8", "--steps", "5"],
+    "poiseuille": ["--n", "6", "--steps", "5"],
+    "taylor_green": ["--n", "8", "--steps", "5"],
+}
+
+
+def case_names() -> list[str]:
+    return sorted(p.stem for p in CASES_DIR.glob("*.py") if not p.stem.startswith("_"))
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"case_{name}", CASES_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_case_is_listed():
+    assert case_names(), f"no case scripts found in {CASES_DIR}"
+    missing = set(case_names()) - set(TINY)
+    assert not missing, f"add tiny parameters for {sorted(missing)} to TINY in {__file__}"
+
+
+@pytest.mark.parametrize("name", case_names())
+def test_case_contract(name):
+    case = load(name)
+    assert isinstance(case.DEFAULT_STEPS, int) and case.DEFAULT_STEPS > 0
+    assert callable(case.main)
+    params = inspect.signature(case.build).parameters
+    assert params["device"].default == "auto" and params["precision"].default == "float64"
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values()), \
+        "build() takes keyword parameters only"
+    assert "__main__" in (CASES_DIR / f"{name}.py").read_text()
+
+
+@pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
+@pytest.mark.parametrize(("name", "params"),
+                         [(n, p) for n in TINY for p in TINY[n]],
+                         ids=lambda v: v if isinstance(v, str) else
+                         ",".join(f"{k}={x}" for k, x in v.items()))
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_case_builds_tiny_and_runs(name, params, precision):
+    case = load(name)
+    solver = case.build(device="cpu", precision=precision, **params)
+    assert isinstance(solver, tp.Solver)
+    assert solver.backend.name == "cpu" and solver.dtype == np.dtype(precision)
+    summary = solver.run(5)
+    assert summary["steps"] == 5
+    rho, u = solver.density(), solver.velocity()
+    assert rho.shape == solver.geometry.array_shape
+    assert u.shape == (solver.lattice.d, *solver.geometry.array_shape)
+    assert np.isfinite(rho).all() and np.isfinite(u).all()
+    assert abs(rho.mean() - 1.0) < 1e-2
+    # something moves: a lid, a force or an initial vortex drives each case
+    assert np.abs(u).max() > 1e-6
+
+
+@pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
+@pytest.mark.parametrize("name", sorted(TINY_ARGV))
+def test_case_main_runs(name, capsys):
+    load(name).main([*TINY_ARGV[name], "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert "Solver(" in out and "MLUPS" in out
+
+
+def test_cavity_3d_has_the_lid_on_plus_z():
+    solver = load("lid_driven_cavity").build(device="cpu", n=5, dim=3, lid_velocity=0.05)
+    assert solver.lattice.name == "D3Q19"
+    lid = solver.tags.face_bc_ids["+z"]
+    np.testing.assert_array_equal(solver.tags.bc_table[lid, :3], [0.05, 0.0, 0.0])
+    solver.run(3)
+    u = solver.velocity()
+    assert u[0, -1].mean() > u[0, 0].mean()  # the top layer is dragged along +x
+
+
+def test_cavity_rejects_bad_dim_and_unstable_parameters():
+    case = load("lid_driven_cavity")
+    with pytest.raises(ValueError, match="dim must be 2 or 3"):
+        case.build(device="cpu", n=8, dim=4)
+    with pytest.raises(tp.units.UnstableParameters, match="Mach"):
+        case.build(device="cpu", n=8, lid_velocity=0.3)
+
+
+def test_taylor_green_viscosity_options():
+    case = load("taylor_green")
+    assert case.build(device="cpu", n=8, nu=0.05).compute.nu == 0.05
+    assert case.build(device="cpu", n=8, u0=0.05, reynolds=10).compute.nu == \
+        pytest.approx(0.05 * 8 / (2 * np.pi) / 10)
+    with pytest.raises(ValueError, match="not both"):
+        case.build(device="cpu", n=8, nu=0.05, reynolds=10)

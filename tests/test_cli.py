@@ -54,7 +54,7 @@ def test_list_shows_every_kind_with_parameters():
         "results:",
     ]
     assert any(
-        line.startswith("  lbm(nu, collision, magic, mrt_rates, force, streaming)")
+        line.startswith("  lbm(nu, collision, magic, mrt_rates, force, streaming, cuda_options)")
         for line in lines
     )
     assert "  vtk(path, prefix, every, fields, precision): " in out.stdout

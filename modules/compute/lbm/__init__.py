@@ -88,6 +88,13 @@ class Lbm:
     def omega_minus(self) -> float:
         return trt_omega_minus(self.omega, self.magic)
 
+    def stored_velocity(self, u: list) -> list:
+        """Velocity of the equilibrium stored for an initial u: with a body force the
+        post-collision state carries u + g/2, so that the reported velocity is u."""
+        if self.force is None:
+            return u
+        return [ua + 0.5 * g for ua, g in zip(u, self.force, strict=True)]
+
     def relaxation(self, lattice: Lattice) -> Relaxation:
         if self.collision != "mrt":
             return Relaxation(lattice, self.collision)
@@ -144,11 +151,12 @@ class NumpyLbm(ComputeEngine):
 
     @property
     def memory_bytes_per_node(self) -> int:
-        return self.lattice.q * self.dtype.itemsize + self.tags.tags.itemsize
+        # two population buffers (stream from one into the other, then swap) and the tags
+        return 2 * self.lattice.q * self.dtype.itemsize + self.tags.tags.itemsize
 
     def initialize(self, rho, u) -> None:
         rho = np.asarray(rho, dtype=self.dtype)
-        u = [np.asarray(ua, dtype=self.dtype) for ua in u]
+        u = self.params.stored_velocity([np.asarray(ua, dtype=self.dtype) for ua in u])
         self.f = np.array(self.lattice.equilibrium(rho, u), dtype=self.dtype)
 
     def stream(self, f: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -131,17 +131,18 @@ class CudaLbm(ComputeEngine):
         xp = self.cp
         rho = xp.asarray(rho, dtype=self.dtype)
         u = [xp.asarray(ua, dtype=self.dtype) for ua in u]
+        stored = self.params.stored_velocity(u)
         if self.scheme == "push":
-            f_post = xp.stack(self.lattice.equilibrium(rho, u)).astype(self.dtype)
+            f_post = xp.stack(self.lattice.equilibrium(rho, stored)).astype(self.dtype)
             self._set_canonical(f_post)
             return
         # pull and AA hold f* as it is (AA: reversed per node): fill one population at a time,
         # so that the largest domains need no second copy of f on the device.
         lat = self.lattice
         slots = lat.opposite if self.scheme == "aa" else range(lat.q)
-        usq = sum(ua * ua for ua in u)
+        usq = sum(ua * ua for ua in stored)
         for i, slot in enumerate(slots):
-            feq = lat.equilibrium_i(i, rho, u, usq)
+            feq = lat.equilibrium_i(i, rho, stored, usq)
             for buffer in self.buffers:
                 buffer[slot] = feq
         del usq

@@ -248,10 +248,12 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
     if not cfg.walls:
         core = "    {\n" + block(read_plain, write_plain) + "\n    }"
     else:
-        core = (f"    if ({tile} == 0) {{\n{block(read_plain, write_plain)}\n    }} else {{\n"
-                "        const tag_t tag = tags[n];\n"
-                "        if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;\n"
-                f"{block(read_walled, write_walled)}\n    }}")
+        # One path for every node: clean tiles take a constant 'fluid, no wall link' tag and
+        # move no tag bytes; the wall-aware loads and stores select addresses, so a warp with
+        # one wall node in it runs the same instructions as any other.
+        core = (f"    const tag_t tag = {tile} ? tags[n] : (tag_t)KIND_FLUID;\n"
+                "    if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;\n"
+                f"    {{\n{block(read_walled, write_walled)}\n    }}")
     return f"{_signature(cfg, name)}\n{{\n{_prologue()}\n{core}\n}}\n"
 
 

@@ -214,7 +214,7 @@ class Geometry:
         solid = halo_solid[inner]
         layout = TagLayout(lattice)
         links = np.zeros(solid.shape, dtype=np.uint64)
-        for i in range(1, lattice.q):
+        for i in range(1, lattice.q if halo_solid.any() else 1):
             # upstream node x - c_i, read from the halo array (array axes are reversed)
             window = tuple(slice(1 - c, 1 - c + n) for c, n in
                            zip(reversed(lattice.c[i].tolist()), reversed(shape), strict=True))

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import itertools
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -26,9 +28,10 @@ from thelma_py.backend import select_backend
 from thelma_py.geometry import domain
 from thelma_py.lattice import lattice_by_name
 
-CASES = ("periodic", "cavity", "shell")
+CASES = ("periodic", "cavity", "shell", "probe")
 """periodic: fully periodic box; cavity: closed box, walls beyond the faces, moving lid;
-shell: the same box with a one-node solid shell stored in the lattice and a moving lid layer."""
+shell: the same box with a one-node solid shell stored in the lattice and a moving lid layer;
+probe: periodic box with one solid node (runs the wall-aware kernel with one flagged tile)."""
 
 
 @attrs.frozen
@@ -60,6 +63,10 @@ def geometry_for(case: str, size: int, dim: int) -> domain.Geometry:
         return domain.periodic_box(shape)
     if case == "cavity":
         return domain.cavity(shape, lid, lid_face=top)
+    if case == "probe":
+        geo = domain.periodic_box(shape)
+        geo.wall(domain.Box([size // 2] * dim, [size // 2] * dim))
+        return geo
     if case == "shell":
         geo = domain.Geometry(shape)
         for face in domain.FACES[: 2 * dim]:
@@ -88,12 +95,18 @@ def copy_bandwidth(cp, nbytes: int = 4 << 30, repeats: int = 10) -> float:
     return 2 * nbytes / statistics.median(times)
 
 
+@functools.lru_cache(maxsize=2)
+def _tags(case: str, size: int, lattice_name: str):
+    lattice = lattice_by_name(lattice_name)
+    geo = geometry_for(case, size, lattice.d)
+    return geo, geo.evaluate(lattice)
+
+
 def build_engine(cfg: BenchConfig, backend):
     from thelma_py.modules.compute.lbm import Lbm
 
     lattice = lattice_by_name(cfg.lattice)
-    geo = geometry_for(cfg.case, cfg.size, lattice.d)
-    tags = geo.evaluate(lattice)
+    geo, tags = _tags(cfg.case, cfg.size, cfg.lattice)
     params = Lbm(nu=0.02, collision=cfg.collision, streaming=cfg.streaming,
                  cuda_options={"block": cfg.block, "min_blocks": cfg.min_blocks,
                                "streaming_stores": cfg.streaming_stores})
@@ -148,7 +161,7 @@ def run_config(cp, backend, cfg: BenchConfig, copy_bw: float) -> dict:
     return record
 
 
-def largest_cube(cp, backend, cfg: BenchConfig) -> dict:
+def largest_cube(cp, backend, cfg: BenchConfig, memory_limit: float | None = None) -> dict:
     """The largest cubic domain of this configuration that fits in free memory, run for real."""
     from thelma_py.modules.compute.lbm import Lbm
 
@@ -160,12 +173,12 @@ def largest_cube(cp, backend, cfg: BenchConfig) -> dict:
     del probe
     cp.get_default_memory_pool().free_all_blocks()
     free, total = backend.memory()
-    # host-side geometry evaluation and layout conversions need headroom on the device too
-    n = int((0.90 * free / per_node) ** (1 / 3))
+    budget = min(free, memory_limit) if memory_limit else free
+    n = int((0.95 * budget / per_node) ** (1 / 3))
     n -= n % 8
     record = {"case": cfg.case, "streaming": cfg.streaming, "precision": cfg.precision,
               "memory_bytes_per_node": per_node, "free_bytes": free, "total_bytes": total,
-              "size": n}
+              "memory_limit_bytes": memory_limit, "size": n}
     try:
         result = run_config(cp, backend, attrs.evolve(cfg, size=n), 1.0)
         record.update(mlups=result["mlups"], ran=True)
@@ -182,6 +195,7 @@ def environment(cp) -> dict:
                                 text=True, cwd=Path(__file__).parent).stdout.strip()
     except OSError:
         commit = "unknown"
+    commit = commit or os.environ.get("THELMA_COMMIT", "")  # copies without .git
     return {"device": name, "driver": cp.cuda.runtime.driverGetVersion(),
             "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__,
             "python": platform.python_version(), "commit": commit or "unknown",
@@ -211,6 +225,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="0,1: sweep evict-first stores")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 fp32, in-place)")
+    parser.add_argument("--memory-limit-gb", type=float, default=None,
+                        help="with --largest: size the domain for this much memory (e.g. 80)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
 
 
@@ -242,8 +258,9 @@ def run(args: argparse.Namespace) -> int:
               f"{record['fraction_of_copy']:8.1%} {record['memory_bytes_per_node']:10d}")
     largest = []
     if args.largest:
-        for case in ("periodic", "cavity"):
-            rec = largest_cube(cp, backend, BenchConfig(streaming="aa", case=case, size=0))
+        limit = args.memory_limit_gb * 1e9 if args.memory_limit_gb else None
+        for case in ("periodic",):
+            rec = largest_cube(cp, backend, BenchConfig(streaming="aa", case=case, size=0), limit)
             largest.append(rec)
             print(f"largest D3Q19 fp32 aa {case}: {rec['size']}^3 "
                   f"({rec['memory_bytes_per_node']} B/node, "

@@ -154,9 +154,12 @@ def _signature(cfg: KernelConfig, name: str) -> str:
 
 
 def _reads(cfg: KernelConfig, parity: str) -> tuple[list[str], list[str]]:
-    """C statements loading f0..f{Q-1}: (clean-tile version, wall-aware version)."""
+    """C statements loading f0..f{Q-1}: (loads, wall fix-ups).
+
+    The loads never depend on the tag, so all Q of them are in flight at once while the tile
+    flag and tag arrive; a wall link then re-reads its bounced population (rare)."""
     lat, opp = cfg.lattice, cfg.lattice.opposite
-    plain, walled = [], []
+    loads, fixups = [], []
     for i in range(lat.q):
         if cfg.scheme == "pull":
             source, bounce = f"src[{i} * N + {_node(lat, i, -1)}]", f"src[{opp[i]} * N + n]"
@@ -166,18 +169,16 @@ def _reads(cfg: KernelConfig, parity: str) -> tuple[list[str], list[str]]:
             source = bounce = f"f[{i} * N + n]"
         else:
             source, bounce = f"f[{opp[i]} * N + {_node(lat, i, -1)}]", f"f[{i} * N + n]"
-        plain.append(f"real_t f{i} = {source};")
-        if i == 0 or cfg.scheme == "push" or parity == "even":
-            walled.append(f"real_t f{i} = {source};")
+        loads.append(f"real_t f{i} = {source};")
+        if i == 0 or source == bounce:
             continue
-        # Select the address, then load unconditionally: all Q loads stay in flight together.
         wall = f"((tag >> {LINK_SHIFT + i - 1}) & 1)"
-        line = f"real_t f{i} = {wall} ? {bounce} : {source};"
+        fix = f"f{i} = {bounce};"
         if cfg.moving_walls:
             setup, term = _wall_term(cfg, i)
-            line += f"\nif ({wall}) {{ {setup} f{i} += {term}; }}"
-        walled.append(line)
-    return plain, walled
+            fix = f"{setup} f{i} = {bounce} + {term};"
+        fixups.append(f"if ({wall}) {{ {fix} }}")
+    return loads, fixups
 
 
 def _writes(cfg: KernelConfig, parity: str) -> tuple[list[str], list[str]]:
@@ -224,36 +225,33 @@ def _collision(cfg: KernelConfig) -> tuple[str, Expr, list]:
                            Expr("omega_minus", atom=True), cfg.force)
     for i, p in enumerate(post):
         em.let(p, f"p{i}")
-    return em.code(8), rho, u
+    return em.code(4), rho, u
 
 
 def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
     suffix = "" if cfg.scheme != "aa" else f"_{parity}"
     name = f"lbm_step{suffix}{'_macro' if store else ''}"
-    read_plain, read_walled = _reads(cfg, parity)
+    loads, fixups = _reads(cfg, parity)
     write_plain, write_walled = _writes(cfg, parity)
     body, rho, u = _collision(cfg)
-    macro = ""
+    pad = " " * 4
+    lines = []
+    if cfg.walls:
+        lines.append("const unsigned char tile = "
+                     "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)];")
+    lines += loads
+    if cfg.walls:
+        # Clean tiles take a constant 'fluid, no wall link' tag and move no tag bytes.
+        lines += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
+                  "if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
+    code = "\n".join(pad + line.replace("\n", "\n" + pad) for line in lines)
+    code += "\n" + body
     if store:
-        macro = "\n".join([f"        rho_out[n] = {rho};"] +
-                          [f"        u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
-
-    def block(reads, writes, indent=8):
-        pad = " " * indent
-        return "\n".join(pad + line.replace("\n", "\n" + pad) for line in reads) + "\n" + \
-            body + "\n" + (macro + "\n" if macro else "") + \
-            "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
-
-    tile = "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)]"
-    if not cfg.walls:
-        core = "    {\n" + block(read_plain, write_plain) + "\n    }"
-    else:
-        # One path for every node: clean tiles take a constant 'fluid, no wall link' tag and
-        # move no tag bytes; the wall-aware loads and stores select addresses, so a warp with
-        # one wall node in it runs the same instructions as any other.
-        core = (f"    const tag_t tag = {tile} ? tags[n] : (tag_t)KIND_FLUID;\n"
-                "    if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;\n"
-                f"    {{\n{block(read_walled, write_walled)}\n    }}")
+        code += "\n" + "\n".join([f"    rho_out[n] = {rho};"] +
+                                  [f"    u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
+    writes = write_walled if cfg.walls else write_plain
+    code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
+    core = code
     return f"{_signature(cfg, name)}\n{{\n{_prologue()}\n{core}\n}}\n"
 
 

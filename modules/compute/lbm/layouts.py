@@ -24,7 +24,8 @@ class WallLinks:
         self.index: dict[int, object] = {}
         self.term: dict[int, object | None] = {}
         shape = tags.tags.shape
-        for i in range(1, lattice.q):
+        any_link = bool((tags.layout.links(tags.tags) != 0).any())
+        for i in range(1, lattice.q if any_link else 1):
             where = tags.layout.crosses_wall(tags.tags, i)
             if not where.any():
                 continue

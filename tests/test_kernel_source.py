@@ -22,21 +22,22 @@ from thelma_py.modules.compute.lbm.kernels import (
 )
 
 
-def config(lattice_name, collision, real, scheme, walls=True, force=None):
+def config(lattice_name, collision, real, scheme, moving=True, force=None):
     lattice = LATTICES[lattice_name]
     return KernelConfig(lattice, Lbm(nu=0.1, collision=collision).relaxation(lattice), real,
-                        scheme, force=force, walls=walls)
+                        scheme, force=force, moving_walls=moving)
 
 
-ALL = [(lat, coll, real, scheme, walls)
+ALL = [(lat, coll, real, scheme, moving)
        for (lat, coll) in CONFIGS for real in ("float", "double") for scheme in SCHEMES
-       for walls in (True, False)]
+       for moving in (True, False)]
 
 
-@pytest.mark.parametrize(("lat", "coll", "real", "scheme", "walls"), ALL[:: max(1, len(ALL) // 12)])
-def test_source_is_deterministic_and_names_its_entries(lat, coll, real, scheme, walls):
-    first, second = generate(config(lat, coll, real, scheme, walls)), generate(
-        config(lat, coll, real, scheme, walls))
+@pytest.mark.parametrize(("lat", "coll", "real", "scheme", "moving"),
+                         ALL[:: max(1, len(ALL) // 12)])
+def test_source_is_deterministic_and_names_its_entries(lat, coll, real, scheme, moving):
+    first, second = generate(config(lat, coll, real, scheme, moving)), generate(
+        config(lat, coll, real, scheme, moving))
     assert first == second
     for name in kernel_names(scheme).values():
         assert re.search(rf'extern "C" __global__ void __launch_bounds__\([0-9, ]+\) {name}\(',
@@ -72,14 +73,26 @@ def test_edge_table_gives_lid_row_beyond_top_face():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize(("lat", "coll", "real", "scheme", "walls"), ALL)
-def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, coll, real, scheme, walls):
+@pytest.mark.parametrize(("lat", "coll", "real", "scheme", "moving"), ALL)
+def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, coll, real, scheme, moving):
     nvcc = shutil.which("nvcc")
-    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if walls else None
-    cfg = config(lat, coll, real, scheme, walls, force)
+    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
+    cfg = config(lat, coll, real, scheme, moving, force)
     source = tmp_path / f"{cfg.name}.cu"
     source.write_text(generate(cfg))
     result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o",
                              str(tmp_path / "k.cubin"), str(source)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_thelma_kernels_prints_the_generated_source():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "thelma_py", "kernels", "lbm", "--lattice",
+                             "D2Q9", "--precision", "float64", "--set", "collision='mrt'",
+                             "streaming='aa'"], capture_output=True, text=True, check=True)
+    assert "typedef double real_t;" in result.stdout
+    for name in kernel_names("aa").values():
+        assert f" {name}(" in result.stdout

@@ -104,6 +104,19 @@ class Lbm:
         s = lattice.mrt.rates(float("nan"), **self.mrt_rates)
         return Relaxation(lattice, "mrt", tuple(float(v) for v in s))
 
+    def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True) -> str:
+        """The generated CUDA source of this configuration (what ``thelma kernels`` prints)."""
+        from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
+
+        self.check(lattice)
+        options = {**CUDA_OPTIONS, **self.cuda_options}
+        return generate(KernelConfig(
+            lattice=lattice, relaxation=self.relaxation(lattice),
+            real="float" if np.dtype(dtype) == np.float32 else "double", scheme=self.streaming,
+            force=self.force, moving_walls=moving_walls, block=options["block"],
+            min_blocks=options["min_blocks"],
+            streaming_stores=bool(options["streaming_stores"])))
+
     def check(self, lattice: Lattice) -> None:
         if self.force is not None and len(self.force) != lattice.d:
             raise ValueError(f"force needs {lattice.d} components for {lattice.name}, "

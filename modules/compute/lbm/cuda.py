@@ -16,13 +16,7 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import CUDA_OPTIONS, layouts
-from thelma_py.modules.compute.lbm.kernels import (
-    KernelConfig,
-    edge_table,
-    generate,
-    kernel_names,
-    tile_flags,
-)
+from thelma_py.modules.compute.lbm.kernels import edge_table, kernel_names, tile_flags
 
 GRAPH_STEPS = 32
 """Steps captured per CUDA graph (even, so two-buffer and AA schemes return to their parity)."""
@@ -38,18 +32,6 @@ def _module(source: str):
     return cupy.RawModule(code=source, options=COMPILE_OPTIONS)
 
 
-def kernel_config(params, lattice: Lattice, tags: NodeTags, dtype: np.dtype) -> KernelConfig:
-    """The compile-time configuration for these parameters and this geometry."""
-    has_walls = bool(tags.solid.any() or (tags.layout.links(tags.tags) != 0).any())
-    moving = bool(np.any(tags.bc_table[:, :3] != 0))
-    options = {**CUDA_OPTIONS, **params.cuda_options}
-    return KernelConfig(
-        lattice=lattice, relaxation=params.relaxation(lattice),
-        real="float" if dtype == np.float32 else "double", scheme=params.streaming,
-        force=params.force, walls=has_walls, moving_walls=moving, block=options["block"],
-        min_blocks=options["min_blocks"], streaming_stores=bool(options["streaming_stores"]))
-
-
 class CudaLbm(ComputeEngine):
     """LBM on one GPU: pull, push (two buffers) or AA (one buffer, in place)."""
 
@@ -60,15 +42,15 @@ class CudaLbm(ComputeEngine):
         self.params, self.lattice, self.tags, self.backend, self.dtype = (
             params, lattice, tags, backend, np.dtype(dtype))
         self.scheme = params.streaming
-        self.config = kernel_config(params, lattice, tags, self.dtype)
-        self.source = generate(self.config)
+        self.source = params.kernel_source(
+            lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)))
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
         check_memory(backend, self.nodes, self.memory_bytes_per_node,
                      hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
-        self.block = self.config.block
+        self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
         module = _module(self.source)
         self.kernels = {key: module.get_function(name)
                         for key, name in kernel_names(self.scheme).items()}

@@ -202,6 +202,32 @@ def environment(cp) -> dict:
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
+def markdown_table(payload: dict) -> str:
+    """The results of one bench JSON file as a Markdown table (what BENCHMARKS.md shows)."""
+    copy = payload["copy_bandwidth_GBs"]
+    lines = [f"Device: {payload['device']} (driver {payload['driver']}, CuPy {payload['cupy']}), "
+             f"commit {payload['commit']}, {payload['date']}. Copy bandwidth measured in the same "
+             f"run: {copy:.0f} GB/s (read + write).",
+             "",
+             "| lattice | collision | precision | scheme | case | size | MLUPS (median) | "
+             "min-max | B/node | GB/s | of copy | memory B/node |",
+             "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in payload["results"]:
+        if "error" in r:
+            continue
+        lines.append(f"| {r['lattice']} | {r['collision']} | {r['precision']} | {r['streaming']}"
+                     f" | {r['case']} | {r['size']}³ | {r['mlups']:.0f} | {r['mlups_min']:.0f}-"
+                     f"{r['mlups_max']:.0f} | {r['bytes_per_node']} | {r['bandwidth_GBs']:.0f} | "
+                     f"{r['fraction_of_copy']:.1%} | {r['memory_bytes_per_node']} |")
+    for r in payload.get("largest", []):
+        gb = r["size"] ** 3 * r["memory_bytes_per_node"] / 1e9
+        ran = f"ran at {r['mlups']:.0f} MLUPS" if r.get("ran") else f"not run ({r.get('error')})"
+        lines += ["", f"Largest D3Q19 {r['precision']} {r['streaming']} {r['case']} domain in "
+                      f"{(r.get('memory_limit_bytes') or r['free_bytes']) / 1e9:.0f} GB: "
+                      f"{r['size']}³ ({r['memory_bytes_per_node']} B/node, {gb:.1f} GB), {ran}."]
+    return "\n".join(lines) + "\n"
+
+
 def _ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v]
 
@@ -228,9 +254,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-limit-gb", type=float, default=None,
                         help="with --largest: size the domain for this much memory (e.g. 80)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="print a results JSON file as a Markdown table (no GPU needed)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.report:
+        print(markdown_table(json.loads(args.report.read_text())), end="")
+        return 0
     backend = select_backend("cuda")
     cp = backend.xp
     env = environment(cp)

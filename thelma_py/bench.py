@@ -24,6 +24,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from thelma_py import registry
 from thelma_py.backend import select_backend
 from thelma_py.geometry import domain
 from thelma_py.lattice import lattice_by_name
@@ -36,6 +37,7 @@ probe: periodic box with one solid node (runs the wall-aware kernel with one fla
 
 @attrs.frozen
 class BenchConfig:
+    compute: str = "lbm"
     lattice: str = "D3Q19"
     collision: str = "bgk"
     precision: str = "float32"
@@ -50,7 +52,9 @@ class BenchConfig:
     def label(self) -> str:
         tuning = (f" m{self.min_blocks}" if self.min_blocks else "") + (
             " stcs" if self.streaming_stores else "")
-        return (f"{self.lattice} {self.collision} {self.precision} {self.streaming} "
+        scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
+                  else self.compute)
+        return (f"{self.lattice} {scheme} {self.precision} "
                 f"{self.case} {self.size}^{3 if self.lattice != 'D2Q9' else 2} b{self.block}"
                 f"{tuning}")
 
@@ -103,13 +107,14 @@ def _tags(case: str, size: int, lattice_name: str):
 
 
 def build_engine(cfg: BenchConfig, backend):
-    from thelma_py.modules.compute.lbm import Lbm
-
     lattice = lattice_by_name(cfg.lattice)
     geo, tags = _tags(cfg.case, cfg.size, cfg.lattice)
-    params = Lbm(nu=0.02, collision=cfg.collision, streaming=cfg.streaming,
-                 cuda_options={"block": cfg.block, "min_blocks": cfg.min_blocks,
-                               "streaming_stores": cfg.streaming_stores})
+    extra = {}
+    if cfg.compute == "lbm":
+        extra = {"collision": cfg.collision, "streaming": cfg.streaming,
+                 "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
+                                  "streaming_stores": cfg.streaming_stores}}
+    params = registry.create("compute", cfg.compute, nu=0.02, **extra)
     dtype = np.dtype(cfg.precision)
     engine = params.create(lattice, tags, backend, dtype)
     rng = np.random.default_rng(1)
@@ -209,13 +214,16 @@ def markdown_table(payload: dict) -> str:
              f"commit {payload['commit']}, {payload['date']}. Copy bandwidth measured in the same "
              f"run: {copy:.0f} GB/s (read + write).",
              "",
-             "| lattice | collision | precision | scheme | case | size | MLUPS (median) | "
+             "| compute | lattice | collision | precision | scheme | case | size | MLUPS (median) | "
              "min-max | B/node | GB/s | of copy | memory B/node |",
-             "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             "|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in payload["results"]:
         if "error" in r:
             continue
-        lines.append(f"| {r['lattice']} | {r['collision']} | {r['precision']} | {r['streaming']}"
+        lbm = r.get("compute", "lbm") == "lbm"
+        lines.append(f"| {r.get('compute', 'lbm')} | {r['lattice']} | "
+                     f"{r['collision'] if lbm else '-'} | {r['precision']} | "
+                     f"{r['streaming'] if lbm else '-'}"
                      f" | {r['case']} | {r['size']}³ | {r['mlups']:.0f} | {r['mlups_min']:.0f}-"
                      f"{r['mlups_max']:.0f} | {r['bytes_per_node']} | {r['bandwidth_GBs']:.0f} | "
                      f"{r['fraction_of_copy']:.1%} | {r['memory_bytes_per_node']} |")
@@ -237,6 +245,8 @@ def _words(text: str) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--compute", type=_words, default=["lbm"],
+                        help="compute plug-ins, e.g. lbm,lwacm,lwacm-fused")
     parser.add_argument("--lattice", type=_words, default=["D3Q19"])
     parser.add_argument("--collision", type=_words, default=["bgk", "mrt"])
     parser.add_argument("--precision", type=_words, default=["float32", "float64"])
@@ -269,13 +279,19 @@ def run(args: argparse.Namespace) -> int:
     print(f"device: {env['device']}  cupy {env['cupy']}  commit {env['commit']}  {env['date']}")
     print(f"copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s")
     configs = [BenchConfig(*values) for values in itertools.product(
-        args.lattice, args.collision, args.precision, args.streaming, args.sizes, args.cases,
+        args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes, args.cases,
         args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
               f"{'GB/s':>7} {'of copy':>8} {'mem B/node':>10}")
     print(header)
+    seen = set()
     for cfg in configs:
+        if cfg.compute != "lbm":  # collision and streaming sweeps apply to LBM only
+            key = attrs.evolve(cfg, collision="-", streaming="-")
+            if key in seen:
+                continue
+            seen.add(key)
         try:
             record = run_config(cp, backend, cfg, copy_bw)
         except Exception as error:

@@ -214,8 +214,8 @@ def markdown_table(payload: dict) -> str:
              f"commit {payload['commit']}, {payload['date']}. Copy bandwidth measured in the same "
              f"run: {copy:.0f} GB/s (read + write).",
              "",
-             "| compute | lattice | collision | precision | scheme | case | size | MLUPS (median) | "
-             "min-max | B/node | GB/s | of copy | memory B/node |",
+             "| compute | lattice | collision | precision | scheme | case | size | MLUPS "
+             "(median) | min-max | B/node | GB/s | of copy | memory B/node |",
              "|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in payload["results"]:
         if "error" in r:
@@ -279,8 +279,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"device: {env['device']}  cupy {env['cupy']}  commit {env['commit']}  {env['date']}")
     print(f"copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s")
     configs = [BenchConfig(*values) for values in itertools.product(
-        args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes, args.cases,
-        args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores])]
+        args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
+        args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
               f"{'GB/s':>7} {'of copy':>8} {'mem B/node':>10}")

@@ -18,98 +18,28 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
-
-import numpy as np
 
 import thelma_py as tp
-from thelma_py.units import from_reynolds
+from thelma_py.validation import REFERENCE, centerlines, ghia_deviation, load_ghia
+from thelma_py.validation import interpolate_cubic as _interpolate
 
 DEFAULT_STEPS = 20_000  # about 16 convective times at the defaults (n=64, lid 0.05)
 """Steps of the default run: about 16 convective times L/U at n = 64, U = 0.1 (near-steady at
 Re = 100; the Ghia deviation no longer changes at the 1e-3 level)."""
 
+__all__ = ["REFERENCE", "_interpolate", "build", "centerlines", "ghia_deviation", "load_ghia",
+           "main"]
+
 
 def build(*, device: str = "auto", precision: str = "float64", n: int = 64,
           reynolds: float = 100.0, lid_velocity: float = 0.05, collision: str = "mrt",
-          dim: int = 2) -> tp.Solver:
-    """A cavity of n (x n) nodes at rest, lid speed ``lid_velocity`` (lattice units).
-
-    ν = U n / Re from :func:`thelma_py.units.from_reynolds` (which refuses τ <= 1/2 and Mach
-    above 0.3, and warns above Mach 0.1). ``dim`` = 2 uses D2Q9 with the lid on +y, 3 uses
-    D3Q19 with the lid on +z; the lid moves in +x in both.
-    """
-    if dim not in (2, 3):
-        raise ValueError(f"dim must be 2 or 3, got {dim!r}")
-    params = from_reynolds(reynolds, n, lid_velocity)
-    if dim == 2:
-        lattice, shape, lid_face, lid = "D2Q9", (n, n), "+y", (lid_velocity, 0.0)
-    else:
-        lattice, shape, lid_face, lid = "D3Q19", (n, n, n), "+z", (lid_velocity, 0.0, 0.0)
-    geometry = tp.geometry.cavity(shape, lid_velocity=lid, lid_face=lid_face)
-    compute = tp.plugin("compute", "lbm", nu=params.nu, collision=collision)
-    return tp.compose(lattice, geometry, compute, device=device,
-                      precision=precision)
-
-
-# -- comparison with Ghia, Ghia & Shin (1982) --------------------------------------------------
-
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-"""Where the Ghia tables live in this work tree (``ghia1982_re{100,400}_{u,v}.csv``)."""
-
-
-def load_ghia(reynolds: int, reference: Path = REFERENCE) -> dict[str, np.ndarray]:
-    """Ghia's centre-line tables: {'y', 'u', 'x', 'v'}, wall rows removed (they are the
-    boundary conditions, not computed values)."""
-    u = np.loadtxt(reference / f"ghia1982_re{reynolds}_u.csv", delimiter=",", skiprows=2)
-    v = np.loadtxt(reference / f"ghia1982_re{reynolds}_v.csv", delimiter=",", skiprows=2)
-    return {"y": u[1:-1, 0], "u": u[1:-1, 1], "x": v[1:-1, 0], "v": v[1:-1, 1]}
-
-
-def _interpolate(points: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Cubic Lagrange interpolation through the 4 nodes nearest each point (nodes sorted)."""
-    out = np.empty(len(points))
-    for k, p in enumerate(points):
-        j = int(np.clip(np.searchsorted(nodes, p) - 2, 0, len(nodes) - 4))
-        xs, ys = nodes[j:j + 4], values[j:j + 4]
-        out[k] = sum(ys[a] * np.prod([(p - xs[b]) / (xs[a] - xs[b]) for b in range(4) if b != a])
-                     for a in range(4))
-    return out
-
-
-def centerlines(solver: tp.Solver) -> dict[str, np.ndarray]:
-    """Centre-line profiles of a 2D cavity in cavity units (lengths / N, velocities / U).
-
-    Returns {'y', 'u'}: u(x = 1/2, y) and {'x', 'v'}: v(x, y = 1/2), with the wall values
-    (u = 0 at y = 0, u = 1 at y = 1, v = 0 at both side walls) added at the wall positions.
-    For even n the centre line falls between two node columns and is their mean.
-    """
-    if solver.lattice.d != 2:
-        raise ValueError("centre-line profiles are defined here for the 2D cavity")
-    ny, nx = solver.geometry.array_shape
-    lid = solver.tags.bc_table[solver.tags.face_bc_ids["+y"], 0]
-    u = solver.velocity() / lid
-
-    def middle(array, n, axis):  # value at the mid-plane of ``axis``
-        lo, hi = (n - 1) // 2, n // 2
-        return 0.5 * (np.take(array, lo, axis=axis) + np.take(array, hi, axis=axis))
-
-    y = (np.arange(ny) + 0.5) / ny
-    x = (np.arange(nx) + 0.5) / nx
-    return {"y": np.concatenate([[0.0], y, [1.0]]),
-            "u": np.concatenate([[0.0], middle(u[0], nx, axis=1), [1.0]]),
-            "x": np.concatenate([[0.0], x, [1.0]]),
-            "v": np.concatenate([[0.0], middle(u[1], ny, axis=0), [0.0]])}
-
-
-def ghia_deviation(solver: tp.Solver, reynolds: int = 100,
-                   reference: Path = REFERENCE) -> dict[str, float]:
-    """Largest |profile − Ghia| / U along each centre line, at Ghia's own sample points."""
-    ghia = load_ghia(reynolds, reference)
-    lines = centerlines(solver)
-    du = _interpolate(ghia["y"], lines["y"], lines["u"]) - ghia["u"]
-    dv = _interpolate(ghia["x"], lines["x"], lines["v"]) - ghia["v"]
-    return {"u": float(np.abs(du).max()), "v": float(np.abs(dv).max())}
+          dim: int = 2, compute: str = "lbm") -> tp.Solver:
+    """A cavity of n (x n) nodes at rest, lid speed ``lid_velocity`` (lattice units); see
+    :func:`thelma_py.validation.cavity` (shared with ``thelma validate``). ``compute`` names
+    the compute plug-in (``collision`` applies to lbm only)."""
+    return tp.validation.cavity(device=device, precision=precision, n=n, reynolds=reynolds,
+                                lid_velocity=lid_velocity, collision=collision, dim=dim,
+                                compute=compute)
 
 
 def main(argv=None) -> None:
@@ -119,12 +49,14 @@ def main(argv=None) -> None:
     parser.add_argument("--lid-velocity", type=float, default=0.05)
     parser.add_argument("--collision", default="mrt", choices=("bgk", "trt", "mrt"))
     parser.add_argument("--dim", type=int, default=2, choices=(2, 3))
+    parser.add_argument("--compute", default="lbm", choices=("lbm", "lwacm", "lwacm-fused"))
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="float64")
     args = parser.parse_args(argv)
     solver = build(device=args.device, precision=args.precision, n=args.n, reynolds=args.reynolds,
-                   lid_velocity=args.lid_velocity, collision=args.collision, dim=args.dim)
+                   lid_velocity=args.lid_velocity, collision=args.collision, dim=args.dim,
+                   compute=args.compute)
     print(solver)
     start = time.perf_counter()
     summary = solver.run(args.steps)

@@ -15,53 +15,24 @@ from __future__ import annotations
 import argparse
 import math
 
-import numpy as np
-
 import thelma_py as tp
+from thelma_py.validation import amplitude, decay_rate
+from thelma_py.validation import tgv_viscosity as viscosity
 
 DEFAULT_STEPS = 5_000
 """About one e-folding time 1 / (ν (kx² + ky²)) of the velocity at the defaults."""
 
-
-def viscosity(n: int, u0: float, reynolds: float) -> float:
-    """ν = u0 L / Re with L = n / (2π)."""
-    return u0 * n / (2.0 * math.pi) / reynolds
-
-
-def decay_rate(n: int, nu: float) -> float:
-    """Exact decay rate of the velocity amplitude, ν (kx² + ky²) with k = 2π / n."""
-    k = 2.0 * math.pi / n
-    return nu * 2.0 * k * k
+__all__ = ["amplitude", "build", "decay_rate", "main", "viscosity"]
 
 
 def build(*, device: str = "auto", precision: str = "float64", n: int = 64, u0: float = 0.05,
           reynolds: float | None = None, nu: float | None = None,
           collision: str = "mrt") -> tp.Solver:
     """An n x n periodic box holding one Taylor-Green period. Give ``nu`` (lattice units) or
-    ``reynolds`` (Re = u0 n / (2π ν)); with neither, Re = 50."""
-    if nu is not None and reynolds is not None:
-        raise ValueError("give nu or reynolds, not both")
-    if nu is None:
-        nu = viscosity(n, u0, 50.0 if reynolds is None else reynolds)
-    tp.units.check_mach(u0)
-    tp.units.check_tau(tp.units.tau_from_viscosity(nu))
-    geometry = tp.geometry.periodic_box((n, n))
-    init = tp.plugin("init", "taylor-green", u0=u0, size=(n, n))
-    compute = tp.plugin("compute", "lbm", nu=nu, collision=collision)
-    return tp.compose("D2Q9", geometry, compute, init=init, device=device,
-                      precision=precision)
-
-
-def amplitude(solver: tp.Solver) -> float:
-    """Velocity amplitude: the projection of u on the Taylor-Green mode (u0 at t = 0)."""
-    ny, nx = solver.geometry.array_shape
-    x = 2.0 * np.pi * np.arange(nx) / nx
-    y = 2.0 * np.pi * np.arange(ny)[:, None] / ny
-    u = solver.velocity()
-    mode_x = np.sin(x) * np.cos(y)
-    mode_y = -np.cos(x) * np.sin(y)
-    return float(((u[0] * mode_x).sum() + (u[1] * mode_y).sum())
-                 / ((mode_x**2).sum() + (mode_y**2).sum()))
+    ``reynolds`` (Re = u0 n / (2π ν)); with neither, Re = 50. See
+    :func:`thelma_py.validation.taylor_green`."""
+    return tp.validation.taylor_green(device=device, precision=precision, n=n, u0=u0,
+                                      reynolds=reynolds, nu=nu, collision=collision)
 
 
 def main(argv=None) -> None:

@@ -57,7 +57,8 @@ def test_list_shows_every_kind_with_parameters():
         line.startswith("  lbm(nu, collision, magic, mrt_rates, force, streaming, cuda_options)")
         for line in lines
     )
-    assert "  vtk(path, prefix, every, fields, precision): " in out.stdout
+    vtk = "  vtk(path, prefix, every, fields, precision, crop, subsample, background): "
+    assert vtk in out.stdout
     assert re.search(r"^  progress\(", out.stdout, re.M)
     assert re.search(r"^  history\(every, path\)", out.stdout, re.M)
 

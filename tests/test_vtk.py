@@ -83,6 +83,7 @@ def test_values_vary_along_the_right_axes(tmp_path, node_shape, lower):
     writer = VtkWriter(path=tmp_path / "out", every=20)
     writer.start(solver)
     writer(solver)
+    writer.flush()
 
     image, got = read_vti(tmp_path / "out" / "fields_00000040.vti")
     nz = node_shape[0] if len(node_shape) == 3 else 1
@@ -104,6 +105,7 @@ def test_files_are_compressed_appended_binary(tmp_path):
     solver = FakeSolver(axis_fields((4, 5)), (0, 0))
     writer = VtkWriter(path=tmp_path, fields=("rho",), precision="float64")
     writer(solver)
+    writer.flush()
     head = (tmp_path / "fields_00000000.vti").read_bytes()[:2000]
     assert b'compressor="vtkZLibDataCompressor"' in head
     assert b'<AppendedData encoding="raw">' in head
@@ -118,6 +120,7 @@ def test_pvd_lists_every_file_with_its_step_and_no_temp_file_is_left(tmp_path):
     for step in (0, 10, 20, 20):  # the repeated step overwrites, not duplicates
         solver.time_step = step
         writer(solver)
+        writer.flush()
         last = pvd_entries(tmp_path / "series" / "cav.pvd")[-1]
         assert last == (str(step), f"cav_{step:08d}.vti")
     writer.finish(solver)
@@ -175,7 +178,11 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
 @pytest.mark.parametrize(
     "bad",
     [
-        {"fields": ("rho", "p")},
+        {"fields": ("rho", "pressure")},
+        {"fields": ("rho", "rho")},
+        {"crop": ((0, 4), (3, 2))},
+        {"crop": ((0, 4),)},
+        {"subsample": 0},
         {"fields": ()},
         {"precision": "float16"},
         {"every": 0},

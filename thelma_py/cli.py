@@ -151,6 +151,34 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         help="a build() parameter; may be repeated",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no solver listing")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        metavar="DIR",
+        help="write checkpoints here (every --checkpoint-every steps, and on SIGINT/SIGTERM)",
+    )
+    parser.add_argument(
+        "--checkpoint-every", type=int, metavar="N", help="steps between checkpoints"
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="continue from a checkpoint (a checkpoint directory or a --checkpoint root); "
+        "--steps is then the final step, not a number of further steps",
+    )
+    parser.add_argument(
+        "--max-velocity",
+        type=float,
+        metavar="U",
+        help="stop with an error where |u| exceeds U (checked with the NaN check)",
+    )
+    parser.add_argument(
+        "--timings",
+        type=int,
+        metavar="N",
+        help="record the step time every N steps and print its mean, spread and dominant period",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -172,8 +200,14 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.case} defines no DEFAULT_STEPS; pass --steps N")
     if not isinstance(steps, int) or steps < 0:
         raise CliError(f"steps must be a non-negative integer, got {steps!r}")
-    if args.every is not None and args.every < 1:
-        raise CliError(f"--every must be at least 1, got {args.every}")
+    for option in ("every", "checkpoint_every", "timings"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise CliError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
+    if args.checkpoint_every is not None and args.checkpoint is None:
+        raise CliError("--checkpoint-every needs --checkpoint DIR (where to write them)")
+    if args.max_velocity is not None and not 0 < args.max_velocity < math.inf:
+        raise CliError(f"--max-velocity must be a positive lattice speed, got {args.max_velocity}")
 
     start = time.perf_counter()
     solver = case.build(**kwargs)
@@ -182,25 +216,46 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(
             f"{args.case}: build() returned {type(solver).__name__}, expected a thelma_py.Solver"
         )
+    if args.max_velocity is not None:
+        solver.max_velocity = args.max_velocity
+        solver.check_every = solver.check_every or 1000
     if args.out is not None:
         if args.every is not None:
             every = thelma_py.Every(args.every)
         else:  # the last step only (or the initial field when no step is run)
             every = thelma_py.Every(steps, at_start=False) if steps else thelma_py.Every(1)
         solver.results.append(thelma_py.plugin("results", "vtk", path=args.out, every=every))
+    if args.checkpoint is not None:
+        every = args.checkpoint_every or max(steps, 1)
+        solver.results.append(
+            thelma_py.plugin("results", "checkpoint", path=args.checkpoint, every=every)
+        )
+    if args.timings is not None:
+        solver.results.append(thelma_py.plugin("results", "timings", every=args.timings))
+    if args.resume is not None:
+        resumed = solver.load_checkpoint(args.resume)
+        if resumed > steps:
+            raise CliError(
+                f"the checkpoint is at step {resumed}, beyond --steps {steps}; with --resume, "
+                "--steps is the final step"
+            )
+        print(f"resumed    from step {resumed} ({args.resume})", flush=True)
+        steps -= resumed
     if not args.quiet:
         solver.results.append(thelma_py.plugin("results", "progress"))
         print(solver, flush=True)
 
     start = time.perf_counter()
-    interrupted = False
+    interrupted = None
     try:
         solver.run(steps)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as error:
+        interrupted = error
     finally:
         solver.finish()
     wall = time.perf_counter() - start
+    if interrupted is not None:
+        print(f"thelma run: {str(interrupted) or 'interrupted'}", file=sys.stderr, flush=True)
 
     done = solver.steps_timed
     summary = {
@@ -210,13 +265,14 @@ def _run(args: argparse.Namespace) -> int:
         "build_seconds": round(build_seconds, 6),
         "wall_seconds": round(wall, 6),
         "wall_mlups": round(solver.node_count * done / wall / 1e6, 3) if wall > 0 else None,
-        "interrupted": interrupted,
+        "interrupted": interrupted is not None,
         "output": None if args.out is None else str(args.out),
     }
     summary = {key: _finite(value) for key, value in summary.items()}
     mlups = "n/a" if summary["mlups"] is None else f"{summary['mlups']:.2f}"
     print(
-        f"steps      {summary['steps']}{' (interrupted)' if interrupted else ''}\n"
+        f"steps      {summary['steps']}{' (interrupted)' if interrupted is not None else ''}"
+        f"{'  ' + summary['stopped'] if summary['stopped'] else ''}\n"
         f"wall time  {wall:.3f} s (build {build_seconds:.3f} s)\n"
         f"MLUPS      {mlups} (compute), {summary['wall_mlups']} (wall)\n"
         f"backend    {summary['backend']}, {summary['precision']}"
@@ -228,7 +284,9 @@ def _run(args: argparse.Namespace) -> int:
         print(
             f"output     {args.out / 'fields.pvd'} (open in ParaView), {args.out / 'summary.json'}"
         )
-    return 130 if interrupted else 0
+    if interrupted is None:
+        return 0
+    return 143 if getattr(interrupted, "signal_name", "") == "SIGTERM" else 130
 
 
 # -- list --------------------------------------------------------------------------------------
@@ -309,6 +367,7 @@ COMMANDS: dict[str, Command] = {
 OPTIONAL_COMMANDS: dict[str, str] = {
     "bench": "thelma_py.bench",
     "kernels": "thelma_py.codegen.kernels_cli",
+    "validate": "thelma_py.report",
 }
 """Sub-commands provided by modules that may be absent: name -> module."""
 

@@ -5,8 +5,8 @@ Third-party packages declare an entry point in the group ``thelma_py.plugins``; 
 module (or object) whose import registers its plug-ins. Discovery runs once, lazily, on the first
 lookup.
 
->>> sorted(available("compute"))[:2]
-['lbm', 'lwacm']
+>>> sorted(available("compute"))
+['lbm']
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ BUILTIN_MODULES = (
     "thelma_py.geometry.builders",
     "thelma_py.modules.results.vtk",
     "thelma_py.modules.results.monitors",
+    "thelma_py.modules.results.checkpoint",
+    "thelma_py.modules.results.convergence",
+    "thelma_py.modules.results.timings",
+    "thelma_py.modules.results.probes",
 )
 
 _registry: dict[str, dict[str, Callable]] = {kind: {} for kind in KINDS}

@@ -5,12 +5,17 @@ from __future__ import annotations
 import attrs
 
 
+def _check_steps(instance, attribute, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"every must be a positive whole number of steps (e.g. every=100), "
+                         f"got {value!r}")
+
+
 @attrs.frozen
 class Every:
     """Due on steps that are multiples of ``steps`` (and on step 0 if ``at_start``)."""
 
-    steps: int = attrs.field(validator=[attrs.validators.instance_of(int),
-                                        attrs.validators.gt(0)])
+    steps: int = attrs.field(validator=_check_steps)
     at_start: bool = True
 
     def due(self, step: int) -> bool:
@@ -24,4 +29,6 @@ class Every:
 def as_schedule(every: int | Every | None) -> Every | None:
     if every is None or isinstance(every, Every):
         return every
-    return Every(int(every))
+    if isinstance(every, float) and every.is_integer():
+        every = int(every)
+    return Every(every)

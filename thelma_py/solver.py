@@ -8,8 +8,11 @@ extra host copies.
 from __future__ import annotations
 
 import math
+import signal
+import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import attrs
 import numpy as np
@@ -21,11 +24,66 @@ from thelma_py.modules.init.fields import Equilibrium
 
 
 class DivergenceError(RuntimeError):
-    """The run produced NaN or infinity; the message gives the step and the first bad node."""
+    """The run produced NaN or infinity, or a speed above ``max_velocity``; the message gives
+    the step and the first bad node."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: the solver finished its batch, wrote its checkpoints, stopped.
+
+    ``signal_name`` is 'SIGINT' or 'SIGTERM', ``step`` the step reached, ``checkpoints`` the
+    directories written.
+    """
+
+    def __init__(self, signal_name: str, step: int, checkpoints: list[Path]):
+        self.signal_name, self.step, self.checkpoints = signal_name, step, checkpoints
+        where = (f"; checkpoint written to {', '.join(map(str, checkpoints))}" if checkpoints
+                 else "; no checkpoint plug-in, nothing saved")
+        super().__init__(f"{signal_name} received: stopped cleanly at step {step}{where}")
 
 
 def _lattice(value: Lattice | str) -> Lattice:
-    return value if isinstance(value, Lattice) else lattice_by_name(value)
+    if isinstance(value, Lattice):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"lattice must be a Lattice or a name such as 'D2Q9', got {value!r}")
+    return lattice_by_name(value)
+
+
+def _check_geometry(instance, attribute, value) -> None:
+    if not isinstance(value, Geometry):
+        raise TypeError(f"geometry must be a thelma_py.geometry.Geometry (e.g. "
+                        f"tp.geometry.cavity(...)), got {type(value).__name__}")
+
+
+def _check_compute(instance, attribute, value) -> None:
+    if not callable(getattr(value, "create", None)):
+        raise TypeError(f"compute must be a compute plug-in (tp.plugin('compute', 'lbm', ...)), "
+                        f"got {value!r}")
+
+
+def _check_init(instance, attribute, value) -> None:
+    if not callable(getattr(value, "fields", None)):
+        raise TypeError(f"init must be an init plug-in (tp.plugin('init', ...)), got {value!r}")
+
+
+def _check_results(instance, attribute, value) -> None:
+    for result in value:
+        if not callable(result):
+            raise TypeError(f"results must be results plug-ins (callables with a schedule, see "
+                            f"tp.plugin('results', ...)), got {result!r}")
+
+
+def _check_count(instance, attribute, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative integer (0 turns the check "
+                         f"off), got {value!r}")
+
+
+def _check_max_velocity(instance, attribute, value) -> None:
+    if value is not None and not (isinstance(value, int | float) and 0 < value < math.inf):
+        raise ValueError(f"max_velocity must be a positive lattice speed (e.g. 0.3) or None, "
+                         f"got {value!r}")
 
 
 @attrs.define(eq=False)
@@ -37,14 +95,19 @@ class Solver:
     """
 
     lattice: Lattice = attrs.field(converter=_lattice)
-    geometry: Geometry
-    compute: object
-    init: object = attrs.field(factory=Equilibrium)
-    results: list = attrs.field(factory=list, converter=list)
+    geometry: Geometry = attrs.field(validator=_check_geometry)
+    compute: object = attrs.field(validator=_check_compute)
+    init: object = attrs.field(factory=Equilibrium, validator=_check_init)
+    results: list = attrs.field(factory=list, converter=list, validator=_check_results)
     device: str = "auto"
     precision: str = "float64"
-    check_every: int = attrs.field(default=1000, validator=attrs.validators.ge(0))
+    check_every: int = attrs.field(default=1000, validator=_check_count)
     """Steps between NaN checks of the density (0 turns the check off)."""
+    max_velocity: float | None = attrs.field(default=None, validator=_check_max_velocity)
+    """With the NaN check, stop with :class:`DivergenceError` where |u| exceeds this."""
+    handle_signals: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    """During :meth:`run` (main thread only), turn SIGINT/SIGTERM into: finish the batch, write
+    the checkpoint plug-ins, raise :class:`RunInterrupted`."""
 
     dtype: np.dtype = attrs.field(init=False)
     backend: Backend = attrs.field(init=False)
@@ -54,7 +117,13 @@ class Solver:
     compute_seconds: float = attrs.field(init=False, default=0.0)
     results_seconds: float = attrs.field(init=False, default=0.0)
     steps_timed: int = attrs.field(init=False, default=0)
+    batch_times: list = attrs.field(init=False, factory=list, repr=False)
+    """(steps, seconds) of every engine batch, for the spread of the step rate."""
+    stop_reason: str | None = attrs.field(init=False, default=None)
+    """Why the last :meth:`run` ended early (set by :meth:`stop`), or None."""
     _started: bool = attrs.field(init=False, default=False)
+    _resumed_step: int | None = attrs.field(init=False, default=None)
+    _signal: int | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self.dtype = dtype_of(self.precision)
@@ -105,9 +174,15 @@ class Solver:
             raise ValueError(f"steps must be >= 0, got {n}")
         start = self.backend.clock()
         self.engine.step(n)
-        self.compute_seconds += self.backend.clock() - start
+        seconds = self.backend.clock() - start
+        self.compute_seconds += seconds
+        self.batch_times.append((n, seconds))
         self.steps_timed += n
         self.time_step += n
+
+    def stop(self, reason: str) -> None:
+        """Ask :meth:`run` to end after the results due at this step (e.g. on convergence)."""
+        self.stop_reason = str(reason)
 
     def _start(self) -> None:
         if self._started:
@@ -116,38 +191,78 @@ class Solver:
         for result in self.results:
             if hasattr(result, "start"):
                 result.start(self)
-        self._call_due()
+        if self.time_step != self._resumed_step:  # a checkpoint is written after those ran
+            self._call_due()
+
+    def _ordered_results(self) -> list:
+        """Results in call order: checkpoints last, so a checkpoint at step n follows every
+        other output of step n (a resumed run must not repeat them)."""
+        return sorted(self.results, key=lambda r: bool(getattr(r, "after_others", False)))
 
     def _call_due(self) -> None:
         start = time.perf_counter()
-        for result in self.results:
+        for result in self._ordered_results():
             schedule = getattr(result, "schedule", None)
             if schedule is not None and schedule.due(self.time_step):
                 result(self)
         self.results_seconds += time.perf_counter() - start
 
+    # -- signals -----------------------------------------------------------------------------
+    def _on_signal(self, signum, frame) -> None:
+        if self._signal is not None:  # a second signal: stop now, without waiting
+            raise KeyboardInterrupt(f"{signal.Signals(signum).name} received twice")
+        self._signal = signum
+
+    def _install_handlers(self) -> dict:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    def _interrupt(self) -> None:
+        """After a signal: write every checkpoint plug-in at this step, then stop the run."""
+        name = signal.Signals(self._signal).name
+        self._signal = None
+        written = []
+        for result in self.results:
+            if hasattr(result, "write_now"):
+                written.append(result.write_now(self))
+        raise RunInterrupted(name, self.time_step, written)
+
     def run(self, steps: int) -> dict:
         """Advance ``steps`` steps, calling results plug-ins when due; returns :meth:`summary`."""
-        if not isinstance(steps, int | np.integer) or steps < 0:
+        if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 0:
             raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
-        self._start()
-        end = self.time_step + int(steps)
-        for result in self.results:  # optional hook: progress bars need the target step
-            if hasattr(result, "begin_run"):
-                result.begin_run(self, end)
-        while self.time_step < end:
-            stops = [end]
-            for result in self.results:
-                schedule = getattr(result, "schedule", None)
-                if schedule is not None:
-                    stops.append(schedule.next_after(self.time_step))
-            if self.check_every:
-                stops.append((self.time_step // self.check_every + 1) * self.check_every)
-            target = min(stops)
-            self.step(target - self.time_step)
-            if self.check_every and self.time_step % self.check_every == 0:
-                self.check_finite()
-            self._call_due()
+        self.stop_reason = None
+        previous = self._install_handlers()
+        try:
+            self._start()
+            end = self.time_step + int(steps)
+            for result in self.results:  # optional hook: progress bars need the target step
+                if hasattr(result, "begin_run"):
+                    result.begin_run(self, end)
+            while self.time_step < end and self.stop_reason is None:
+                stops = [end]
+                for result in self.results:
+                    schedule = getattr(result, "schedule", None)
+                    if schedule is not None:
+                        stops.append(schedule.next_after(self.time_step))
+                if self.check_every:
+                    stops.append((self.time_step // self.check_every + 1) * self.check_every)
+                target = min(stops)
+                self.step(target - self.time_step)
+                if self.check_every and self.time_step % self.check_every == 0:
+                    self.check_finite()
+                    self.check_velocity()
+                self._call_due()
+                if self._signal is not None:
+                    self._interrupt()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self._signal = None
         return self.summary()
 
     def finish(self) -> None:
@@ -172,6 +287,29 @@ class Solver:
             f"(x, y{', z' if len(position) == 3 else ''}) = {position}. Lower the lattice "
             "velocity, raise the resolution, or use collision='mrt'.")
 
+    def _first_position(self, bad) -> tuple[int, ...]:
+        """Global (x, y[, z]) of the first True node of a backend boolean array."""
+        flat = int(self.backend.xp.argmax(bad.reshape(-1)))
+        index = np.unravel_index(flat, bad.shape)
+        return tuple(int(i) + lo for i, lo in zip(reversed(index), self.tags.lower, strict=True))
+
+    def check_velocity(self) -> None:
+        """Raise :class:`DivergenceError` at the first node where |u| > ``max_velocity``."""
+        if self.max_velocity is None:
+            return
+        u = self.engine.macroscopic()[1]
+        speed2 = (u * u).sum(axis=0)
+        bad = speed2 > self.max_velocity**2
+        if not bool(bad.any()):
+            return
+        position = self._first_position(bad)
+        speed = math.sqrt(float(speed2.reshape(-1)[int(self.backend.xp.argmax(bad.reshape(-1)))]))
+        raise DivergenceError(
+            f"|u| = {speed:.4g} exceeds max_velocity = {self.max_velocity} at step "
+            f"{self.time_step}, first at node (x, y{', z' if len(position) == 3 else ''}) = "
+            f"{position}. The run is going unstable: lower the lattice velocity or raise the "
+            "resolution.")
+
     @property
     def mlups(self) -> float:
         """Million lattice-node updates per second over the compute time so far (all nodes)."""
@@ -179,7 +317,20 @@ class Solver:
             return math.nan
         return self.node_count * self.steps_timed / self.compute_seconds / 1e6
 
+    def batch_mlups(self) -> np.ndarray:
+        """MLUPS of every timed engine batch (batches of zero duration left out)."""
+        rates = [self.node_count * n / t / 1e6 for n, t in self.batch_times if n and t > 0]
+        return np.asarray(rates, dtype=np.float64)
+
     def summary(self) -> dict:
+        """Run figures: MLUPS over the compute time and its mean/spread over batches, time in
+        results (output), bytes per node and, where the backend measured its copy bandwidth,
+        the fraction of it this run reached (None otherwise)."""
+        rates = self.batch_mlups()
+        bandwidth = getattr(self.backend, "copy_bandwidth", None)  # bytes/s, if measured
+        traffic = self.engine.traffic_bytes_per_node
+        fraction = (None if not bandwidth or not math.isfinite(self.mlups)
+                    else round(self.mlups * 1e6 * traffic / bandwidth, 4))
         return {
             "lattice": self.lattice.name,
             "shape": list(self.shape),
@@ -189,14 +340,42 @@ class Solver:
             "compute_seconds": round(self.compute_seconds, 6),
             "results_seconds": round(self.results_seconds, 6),
             "mlups": round(self.mlups, 3),
-            "bytes_per_node": self.engine.traffic_bytes_per_node,
+            "mlups_batch_mean": round(float(rates.mean()), 3) if len(rates) else None,
+            "mlups_batch_std": round(float(rates.std()), 3) if len(rates) else None,
+            "batches": len(rates),
+            "bytes_per_node": traffic,
+            "copy_bandwidth_fraction": fraction,
+            "stopped": self.stop_reason,
         }
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def save_checkpoint(self, path: str | Path) -> Path:
+        """Write a checkpoint directory at ``path`` (atomically); see :mod:`.checkpoint`."""
+        from thelma_py.modules.results.checkpoint import write_checkpoint
+
+        return write_checkpoint(self, Path(path))
+
+    def load_checkpoint(self, path: str | Path) -> int:
+        """Continue from a checkpoint written by a run of the same configuration.
+
+        ``path`` is a checkpoint directory or the root of a ``checkpoint`` plug-in (its latest
+        checkpoint is taken). Refuses a checkpoint of another configuration, naming what
+        differs. Results due at the checkpoint step are not called again. Returns the step.
+        """
+        from thelma_py.modules.results.checkpoint import load_checkpoint
+
+        step = load_checkpoint(self, Path(path))
+        self._resumed_step = step
+        return step
 
 
 def compose(lattice: Lattice | str, geometry: Geometry, compute, init=None,
             results: Sequence = (), device: str = "auto", precision: str = "float64",
-            check_every: int = 1000) -> Solver:
+            check_every: int = 1000, max_velocity: float | None = None) -> Solver:
     """Build a :class:`Solver` from plug-ins (see :func:`thelma_py.plugin`)."""
+    if isinstance(results, str) or not isinstance(results, Sequence):
+        raise TypeError(f"results must be a list of results plug-ins, got {results!r}")
     return Solver(lattice=lattice, geometry=geometry, compute=compute,
                   init=init if init is not None else Equilibrium(), results=list(results),
-                  device=device, precision=precision, check_every=check_every)
+                  device=device, precision=precision, check_every=check_every,
+                  max_velocity=max_velocity)

@@ -10,6 +10,7 @@ installed) on GPU machines that only run benchmarks.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -17,18 +18,26 @@ from xml.sax.saxutils import quoteattr
 import attrs
 import numpy as np
 
+from thelma_py.modules.results.background import BackgroundWriter
+from thelma_py.modules.results.derived import DERIVED
 from thelma_py.modules.results.files import atomic_path, atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
 from thelma_py.schedule import Every, as_schedule
 
-FIELDS = ("rho", "u", "kind")
+FIELDS = ("rho", "p", "u", "speed", "vorticity", "q_criterion", "kind")
+"""Fields a VTK file can hold: rho, p = (ρ − 1)/3, u, speed |u|, vorticity (2D scalar, 3D
+vector), q_criterion (3D), kind (uint8 node kind); see :mod:`.derived`."""
+DEFAULT_FIELDS = ("rho", "u", "kind")
 FILE_PRECISIONS = ("float32", "float64")
 
 
 def _check_fields(instance, attribute, value: tuple[str, ...]) -> None:
     unknown = [name for name in value if name not in FIELDS]
     if unknown or not value:
-        raise ValueError(f"vtk fields must be a non-empty subset of {FIELDS}, got {value!r}")
+        raise ValueError(f"vtk fields must be a non-empty subset of {FIELDS}, got {value!r}"
+                         + (f" ({unknown} unknown)" if unknown else ""))
+    if len(set(value)) != len(value):
+        raise ValueError(f"vtk fields are listed twice in {value!r}")
 
 
 def _check_prefix(instance, attribute, value: str) -> None:
@@ -36,24 +45,86 @@ def _check_prefix(instance, attribute, value: str) -> None:
         raise ValueError(f"prefix must be a plain file name stem, got {value!r}")
 
 
+def _crop(value) -> tuple[tuple[int, int], ...] | None:
+    if value is None:
+        return None
+    try:
+        box = tuple((int(lo), int(hi)) for lo, hi in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"crop must be ((x0, x1), (y0, y1)[, (z0, z1)]) node ranges, "
+                         f"got {value!r}") from None
+    if len(box) not in (2, 3) or any(lo < 0 or hi <= lo for lo, hi in box):
+        raise ValueError(f"crop must give 2 or 3 ranges (lo, hi) with 0 <= lo < hi, got {value!r}")
+    return box
+
+
+def _check_subsample(instance, attribute, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"subsample must be a positive integer stride (1 keeps every node), "
+                         f"got {value!r}")
+
+
+def host_fields(
+    fields: dict[str, np.ndarray],
+    names: tuple[str, ...],
+    periodic: tuple[bool, ...] | None = None,
+    crop: tuple[tuple[int, int], ...] | None = None,
+    stride: int = 1,
+) -> dict[str, np.ndarray]:
+    """The ``names`` fields from host rho, u, kind: derived ones computed on the whole domain,
+    then all cut to ``crop`` (local (lo, hi) per axis x, y[, z]) and thinned by ``stride``."""
+    out = {}
+    for name in names:
+        if name in fields:
+            out[name] = np.asarray(fields[name])
+        elif name == "q_criterion" and np.asarray(fields["u"]).shape[0] != 3:
+            raise ValueError("q_criterion is defined for 3D flows; remove it from the vtk fields")
+        else:
+            out[name] = DERIVED[name](fields["rho"], fields["u"], periodic)
+    node_shape = np.asarray(fields["rho"]).shape
+    if crop is not None and len(crop) != len(node_shape):
+        raise ValueError(f"crop has {len(crop)} ranges for a {len(node_shape)}D domain")
+    box = crop or tuple((0, n) for n in reversed(node_shape))
+    for (lo, hi), n, axis in zip(box, reversed(node_shape), "xyz", strict=False):
+        if hi > n:
+            raise ValueError(f"crop {axis} range ({lo}, {hi}) exceeds the {n} nodes of the domain")
+    window = tuple(slice(lo, hi, stride) for lo, hi in reversed(box))
+    return {name: array[(Ellipsis, *window)] for name, array in out.items()}
+
+
+SCALARS = ("rho", "p", "speed", "q_criterion", "kind")
+
+
+def node_shape_of(fields: dict[str, np.ndarray]) -> tuple[int, ...]:
+    """Node array shape (Nz, Ny, Nx) or (Ny, Nx) of a dict of scalar and vector fields."""
+    for name in SCALARS:
+        if name in fields:
+            return np.asarray(fields[name]).shape
+    vector = np.asarray(fields["u"] if "u" in fields else fields["vorticity"])
+    if "u" in fields or vector.ndim == 4:
+        return vector.shape[1:]
+    return vector.shape  # 2D vorticity is a scalar
+
+
 def _point_arrays(
     fields: dict[str, np.ndarray], names: tuple[str, ...], dtype: np.dtype
 ) -> dict[str, np.ndarray]:
     """Arrays in VTK point order: (N,) scalars or (N, 3) vectors, x fastest.
 
-    ``fields`` as from :meth:`Solver.fields`: rho (Nz, Ny, Nx) or (Ny, Nx); u (D, ...); kind.
-    2D velocities get a zero z component so ParaView treats u as a vector.
+    ``fields``: scalars of node shape (Nz, Ny, Nx) or (Ny, Nx); vectors (D, ...); kind.
+    2D vectors get a zero z component so ParaView treats them as vectors.
     """
+    node_ndim = len(node_shape_of(fields))
     out = {}
     for name in names:
         array = np.asarray(fields[name])
-        if name == "u":
+        if name == "kind":
+            out[name] = np.ascontiguousarray(array.reshape(-1), dtype=np.uint8)
+        elif array.ndim == node_ndim + 1:  # a vector (D, *S)
             d = array.shape[0]
             padded = np.zeros((3, *array.shape[1:]), dtype=dtype)
             padded[:d] = array
             out[name] = np.ascontiguousarray(padded.reshape(3, -1).T)
-        elif name == "kind":
-            out[name] = np.ascontiguousarray(array.reshape(-1), dtype=np.uint8)
         else:
             out[name] = np.ascontiguousarray(array.reshape(-1), dtype=dtype)
     return out
@@ -63,23 +134,24 @@ def write_vti(
     target: str | os.PathLike,
     fields: dict[str, np.ndarray],
     origin: tuple[int, ...] = (0, 0, 0),
-    names: tuple[str, ...] = FIELDS,
+    names: tuple[str, ...] = DEFAULT_FIELDS,
     precision: str = "float32",
+    spacing: int = 1,
 ) -> None:
     """Write host ``fields`` (see :func:`_point_arrays`) as a compressed ``.vti``, atomically.
 
-    Node (i, j[, k]) lies at ``origin + (i, j, k)`` (spacing 1, lattice units).
+    Node (i, j[, k]) lies at ``origin + spacing * (i, j, k)`` (lattice units).
     """
     from vtkmodules.util.numpy_support import numpy_to_vtk
     from vtkmodules.vtkCommonDataModel import vtkImageData
     from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
 
-    node_shape = np.asarray(fields["rho"]).shape  # (Nz, Ny, Nx) or (Ny, Nx)
+    node_shape = node_shape_of(fields)  # (Nz, Ny, Nx) or (Ny, Nx)
     dims = tuple(reversed(node_shape)) + (1,) * (3 - len(node_shape))
     image = vtkImageData()
     image.SetDimensions(*dims)
     image.SetOrigin(*(tuple(float(v) for v in origin) + (0.0,) * (3 - len(origin))))
-    image.SetSpacing(1.0, 1.0, 1.0)
+    image.SetSpacing(*(float(spacing),) * 3)
     arrays = _point_arrays(fields, names, np.dtype(precision))
     for name, array in arrays.items():
         vtk_array = numpy_to_vtk(array, deep=True)
@@ -98,9 +170,16 @@ def write_vti(
     with atomic_path(target) as temporary:
         writer.SetFileName(str(temporary))
         if writer.Write() != 1 or writer.GetErrorCode() != 0:
-            raise OSError(
-                f"VTK could not write '{target}' (VTK error code {writer.GetErrorCode()})"
-            )
+            raise _vtk_write_error(target, writer.GetErrorCode())
+
+
+def _vtk_write_error(target, code: int) -> OSError:
+    from vtkmodules.vtkCommonCore import vtkErrorCode
+
+    text = vtkErrorCode.GetStringFromErrorCode(code)
+    number = errno.ENOSPC if "DiskSpace" in text else errno.EIO
+    return OSError(number, f"VTK could not write '{target}' ({text}); check free space and "
+                   "permissions of the output directory")
 
 
 def pvd_text(entries: list[tuple[int, str]]) -> str:
@@ -132,13 +211,22 @@ class VtkWriter:
         validator=attrs.validators.instance_of(Every),
     )
     """When to write: every N steps (an int) or a :class:`~thelma_py.schedule.Every`."""
-    fields: tuple[str, ...] = attrs.field(default=FIELDS, converter=tuple, validator=_check_fields)
-    """Which of rho, u (3-vector), kind (uint8 node kind) to write."""
+    fields: tuple[str, ...] = attrs.field(
+        default=DEFAULT_FIELDS, converter=tuple, validator=_check_fields
+    )
+    """Which of :data:`FIELDS` to write."""
     precision: str = attrs.field(default="float32", validator=attrs.validators.in_(FILE_PRECISIONS))
     """Floating-point type in the files (independent of the run's precision)."""
+    crop: tuple | None = attrs.field(default=None, converter=_crop)
+    """Sub-box to write, ((x0, x1), (y0, y1)[, (z0, z1)]) in global node indices, hi exclusive."""
+    subsample: int = attrs.field(default=1, validator=_check_subsample)
+    """Write every ``subsample``-th node along each axis (the spacing in the file grows)."""
+    background: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    """Write from a host copy on a worker thread (queue of 2) while the run goes on."""
     written: list[tuple[int, str]] = attrs.field(factory=list, init=False, repr=False)
     """(time step, file name) of every file written so far, in order."""
     _ready: bool = attrs.field(default=False, init=False, repr=False)
+    _worker: BackgroundWriter = attrs.field(factory=BackgroundWriter, init=False, repr=False)
 
     @property
     def pvd_path(self) -> Path:
@@ -149,23 +237,53 @@ class VtkWriter:
         ensure_writable_dir(self.path, who="vtk results")
         self._ready = True
 
+    def _local_crop(self, solver) -> tuple[tuple[int, int], ...] | None:
+        if self.crop is None:
+            return None
+        lower = tuple(solver.tags.lower)
+        return tuple((lo - low, hi - low) for (lo, hi), low in zip(self.crop, lower, strict=False))
+
     def __call__(self, solver) -> None:
         if not self._ready:
             self.start(solver)
+        self._worker.check()  # an error of an earlier write surfaces here
         step = int(solver.time_step)
-        name = f"{self.prefix}_{step:08d}.vti"
-        write_vti(
-            self.path / name,
-            solver.fields(),
-            origin=tuple(solver.tags.lower),
-            names=self.fields,
-            precision=self.precision,
-        )
-        self.written = [entry for entry in self.written if entry[1] != name] + [(step, name)]
+        raw = solver.fields()
+        if self.background:  # the engine may reuse its arrays: the worker gets its own copy
+            raw = {name: np.array(array, copy=True) for name, array in raw.items()}
+        job = (self.path / f"{self.prefix}_{step:08d}.vti", step, raw,
+               getattr(solver.tags, "periodic", None), self._local_crop(solver),
+               tuple(solver.tags.lower))
+        if self.background:
+            self._worker.submit(self._write, *job)
+        else:
+            self._write(*job)
+
+    def _write(self, target: Path, step: int, raw: dict, periodic, crop, lower) -> None:
+        arrays = host_fields(raw, self.fields, periodic, crop, self.subsample)
+        origin = tuple(low + (box[0] if crop else 0)
+                       for low, box in zip(lower, crop or [(0, 0)] * len(lower), strict=True))
+        write_vti(target, arrays, origin=origin, names=self.fields, precision=self.precision,
+                  spacing=self.subsample)
+        self.written = [entry for entry in self.written if entry[1] != target.name]
+        self.written.append((step, target.name))
         atomic_write_text(self.pvd_path, pvd_text(self.written))
 
+    def flush(self) -> None:
+        """Wait until every queued file is written; raise the error of a failed write."""
+        self._worker.drain()
+
     def finish(self, solver) -> None:
-        """Rewrite the ``.pvd`` index with every file written (also when there were none)."""
+        """Wait for queued files, then rewrite the ``.pvd`` index (also when none was written)."""
         if not self._ready:
             self.start(solver)
+        self.flush()
         atomic_write_text(self.pvd_path, pvd_text(self.written))
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps, so that a resumed run extends the same ``.pvd``."""
+        self.flush()
+        return {"written": [list(entry) for entry in self.written]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.written = [(int(step), str(name)) for step, name in state.get("written", [])]

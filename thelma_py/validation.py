@@ -1,0 +1,303 @@
+"""Validation set-ups and their measures, shared by cases/, tests and ``thelma validate``.
+
+- lid-driven cavity (2D D2Q9, 3D D3Q19) and its centre lines against Ghia, Ghia & Shin (1982);
+- plane Poiseuille flow driven by a body force, against the parabola;
+- 2D Taylor-Green vortex: amplitude of the mode, exact decay, exact fields at time t;
+- 3D Taylor-Green vortex: kinetic energy, enstrophy and dissipation in the units of the
+  Re = 1600 spectral reference (t in L/V0 with L = n / 2π, V0 = u0).
+
+Reference tables are read from ``$THELMA_REFERENCE`` or ``shared/reference`` next to the
+repository.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import thelma_py as tp
+from thelma_py.modules.results.derived import enstrophy, kinetic_energy
+from thelma_py.units import from_reynolds, viscosity_from_tau
+
+REFERENCE = Path(os.environ.get("THELMA_REFERENCE",
+                                Path(__file__).resolve().parents[2] / "shared" / "reference"))
+"""Directory of the reference tables (Ghia profiles, 3D TGV dissipation)."""
+TGV_REFERENCE = "tgv_re1600_spectral512_dissipation.csv"
+
+
+# -- lid-driven cavity -------------------------------------------------------------------------
+def compute_plugin(compute: str, nu: float, collision: str, **params):
+    """The compute plug-in ``compute`` at viscosity ``nu``; ``collision`` applies to lbm only."""
+    if compute == "lbm":
+        return tp.plugin("compute", "lbm", nu=nu, collision=collision, **params)
+    return tp.plugin("compute", compute, nu=nu, **params)
+
+
+def cavity(*, device: str = "auto", precision: str = "float64", n: int = 64,
+           reynolds: float = 100.0, lid_velocity: float = 0.05, collision: str = "mrt",
+           dim: int = 2, compute: str = "lbm") -> tp.Solver:
+    """A cavity of n (x n) nodes at rest, lid speed ``lid_velocity`` (lattice units).
+
+    ν = U n / Re from :func:`thelma_py.units.from_reynolds` (which refuses τ <= 1/2 and Mach
+    above 0.3, and warns above Mach 0.1). ``dim`` = 2 uses D2Q9 with the lid on +y, 3 uses
+    D3Q19 with the lid on +z; the lid moves in +x in both.
+    """
+    if dim not in (2, 3):
+        raise ValueError(f"dim must be 2 or 3, got {dim!r}")
+    params = from_reynolds(reynolds, n, lid_velocity)
+    if dim == 2:
+        lattice, shape, lid_face, lid = "D2Q9", (n, n), "+y", (lid_velocity, 0.0)
+    else:
+        lattice, shape, lid_face, lid = "D3Q19", (n, n, n), "+z", (lid_velocity, 0.0, 0.0)
+    geometry = tp.geometry.cavity(shape, lid_velocity=lid, lid_face=lid_face)
+    return tp.compose(lattice, geometry, compute_plugin(compute, params.nu, collision),
+                      device=device, precision=precision)
+
+
+def load_ghia(reynolds: int, reference: Path = REFERENCE) -> dict[str, np.ndarray]:
+    """Ghia's centre-line tables: {'y', 'u', 'x', 'v'}, wall rows removed (they are the
+    boundary conditions, not computed values)."""
+    u = np.loadtxt(reference / f"ghia1982_re{reynolds}_u.csv", delimiter=",", skiprows=2)
+    v = np.loadtxt(reference / f"ghia1982_re{reynolds}_v.csv", delimiter=",", skiprows=2)
+    return {"y": u[1:-1, 0], "u": u[1:-1, 1], "x": v[1:-1, 0], "v": v[1:-1, 1]}
+
+
+def interpolate_cubic(points: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Cubic Lagrange interpolation through the 4 nodes nearest each point (nodes sorted)."""
+    out = np.empty(len(points))
+    for k, p in enumerate(points):
+        j = int(np.clip(np.searchsorted(nodes, p) - 2, 0, len(nodes) - 4))
+        xs, ys = nodes[j:j + 4], values[j:j + 4]
+        out[k] = sum(ys[a] * np.prod([(p - xs[b]) / (xs[a] - xs[b]) for b in range(4) if b != a])
+                     for a in range(4))
+    return out
+
+
+def centerlines(solver: tp.Solver) -> dict[str, np.ndarray]:
+    """Centre-line profiles of a 2D cavity in cavity units (lengths / N, velocities / U).
+
+    Returns {'y', 'u'}: u(x = 1/2, y) and {'x', 'v'}: v(x, y = 1/2), with the wall values
+    (u = 0 at y = 0, u = 1 at y = 1, v = 0 at both side walls) added at the wall positions.
+    For even n the centre line falls between two node columns and is their mean.
+    """
+    if solver.lattice.d != 2:
+        raise ValueError("centre-line profiles are defined here for the 2D cavity")
+    ny, nx = solver.geometry.array_shape
+    lid = solver.tags.bc_table[solver.tags.face_bc_ids["+y"], 0]
+    u = solver.velocity() / lid
+
+    def middle(array, n, axis):  # value at the mid-plane of ``axis``
+        lo, hi = (n - 1) // 2, n // 2
+        return 0.5 * (np.take(array, lo, axis=axis) + np.take(array, hi, axis=axis))
+
+    y = (np.arange(ny) + 0.5) / ny
+    x = (np.arange(nx) + 0.5) / nx
+    return {"y": np.concatenate([[0.0], y, [1.0]]),
+            "u": np.concatenate([[0.0], middle(u[0], nx, axis=1), [1.0]]),
+            "x": np.concatenate([[0.0], x, [1.0]]),
+            "v": np.concatenate([[0.0], middle(u[1], ny, axis=0), [0.0]])}
+
+
+def ghia_deviation(solver: tp.Solver, reynolds: int = 100,
+                   reference: Path = REFERENCE) -> dict[str, float]:
+    """Largest |profile − Ghia| / U along each centre line, at Ghia's own sample points."""
+    ghia = load_ghia(reynolds, reference)
+    lines = centerlines(solver)
+    du = interpolate_cubic(ghia["y"], lines["y"], lines["u"]) - ghia["u"]
+    dv = interpolate_cubic(ghia["x"], lines["x"], lines["v"]) - ghia["v"]
+    return {"u": float(np.abs(du).max()), "v": float(np.abs(dv).max())}
+
+
+# -- Poiseuille flow ---------------------------------------------------------------------------
+def body_force(n: int, u_max: float, tau: float) -> float:
+    """Acceleration g that gives centre-line velocity ``u_max`` in a channel of width n."""
+    return 8.0 * viscosity_from_tau(tau) * u_max / n**2
+
+
+def steps_to_steady(n: int, tau: float, decay: float = 1e-8) -> int:
+    """Steps until the slowest start-up mode has decayed by ``decay`` (from rest)."""
+    return int(math.ceil(math.log(1.0 / decay) / math.pi**2 * n**2 / viscosity_from_tau(tau)))
+
+
+def analytic_profile(n: int, u_max: float = 0.05) -> np.ndarray:
+    """Exact u_x at the n node rows (walls at y = 0 and y = n, node j at y = j + 1/2)."""
+    y = (np.arange(n) + 0.5) / n
+    return 4.0 * u_max * y * (1.0 - y)
+
+
+def poiseuille(*, device: str = "auto", precision: str = "float64", n: int = 32,
+               u_max: float = 0.05, tau: float = 0.8, collision: str = "bgk",
+               length: int = 4) -> tp.Solver:
+    """A channel of ``length`` x ``n`` nodes (x periodic, walls beyond ±y) at rest, driven by
+    the body force of :func:`body_force`. τ sets ν = (τ − 1/2) / 3."""
+    if not tau > 0.5:
+        raise ValueError(f"tau must exceed 1/2, got {tau}")
+    tp.units.check_mach(u_max)
+    geometry = tp.geometry.channel((length, n), flow_axis=0, wall_axis=1)
+    compute = tp.plugin("compute", "lbm", nu=viscosity_from_tau(tau), collision=collision,
+                        force=(body_force(n, u_max, tau), 0.0))
+    return tp.compose("D2Q9", geometry, compute, device=device, precision=precision)
+
+
+def channel_profile(solver: tp.Solver) -> np.ndarray:
+    """u_x across the channel (averaged along x), shape (n,)."""
+    return solver.velocity()[0].mean(axis=1)
+
+
+def relative_l2_error(solver: tp.Solver, u_max: float) -> float:
+    """‖u − u_exact‖₂ / ‖u_exact‖₂ over the node rows."""
+    exact = analytic_profile(solver.geometry.shape[1], u_max)
+    return float(np.linalg.norm(channel_profile(solver) - exact) / np.linalg.norm(exact))
+
+
+def fitted_order(sizes, errors) -> float:
+    """Slope of log(error) against log(n): −2 for second-order convergence."""
+    return float(np.polyfit(np.log(sizes), np.log(errors), 1)[0])
+
+
+# -- Taylor-Green vortex -----------------------------------------------------------------------
+def tgv_viscosity(n: int, u0: float, reynolds: float) -> float:
+    """ν = u0 L / Re with L = n / (2π)."""
+    return u0 * n / (2.0 * math.pi) / reynolds
+
+
+def decay_rate(n: int, nu: float) -> float:
+    """Exact decay rate of the 2D velocity amplitude, ν (kx² + ky²) with k = 2π / n."""
+    k = 2.0 * math.pi / n
+    return nu * 2.0 * k * k
+
+
+def taylor_green(*, device: str = "auto", precision: str = "float64", n: int = 64,
+                 u0: float = 0.05, reynolds: float | None = None, nu: float | None = None,
+                 collision: str = "mrt", dim: int = 2) -> tp.Solver:
+    """A periodic box of n nodes per side holding one Taylor-Green period. Give ``nu``
+    (lattice units) or ``reynolds`` (Re = u0 n / (2π ν)); with neither, Re = 50 (2D) or
+    1600 (3D, D3Q27 with the Brachet field)."""
+    if dim not in (2, 3):
+        raise ValueError(f"dim must be 2 or 3, got {dim!r}")
+    if nu is not None and reynolds is not None:
+        raise ValueError("give nu or reynolds, not both")
+    if nu is None:
+        nu = tgv_viscosity(n, u0, reynolds or (50.0 if dim == 2 else 1600.0))
+    tp.units.check_mach(u0)
+    tp.units.check_tau(tp.units.tau_from_viscosity(nu))
+    size = (n,) * dim
+    geometry = tp.geometry.periodic_box(size)
+    init = tp.plugin("init", "taylor-green", u0=u0, size=size)
+    compute = tp.plugin("compute", "lbm", nu=nu, collision=collision)
+    lattice = "D2Q9" if dim == 2 else ("D3Q19" if collision == "mrt" else "D3Q27")
+    return tp.compose(lattice, geometry, compute, init=init, device=device,
+                      precision=precision)
+
+
+def amplitude(solver: tp.Solver) -> float:
+    """2D velocity amplitude: the projection of u on the Taylor-Green mode (u0 at t = 0)."""
+    ny, nx = solver.geometry.array_shape
+    x = 2.0 * np.pi * np.arange(nx) / nx
+    y = 2.0 * np.pi * np.arange(ny)[:, None] / ny
+    u = solver.velocity()
+    mode_x = np.sin(x) * np.cos(y)
+    mode_y = -np.cos(x) * np.sin(y)
+    return float(((u[0] * mode_x).sum() + (u[1] * mode_y).sum())
+                 / ((mode_x**2).sum() + (mode_y**2).sum()))
+
+
+def tgv2d_exact(n: int, u0: float, nu: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (ρ, u) of the 2D vortex at step t on n x n nodes (ρ0 = 1, p = (ρ − 1)/3)."""
+    k = 2.0 * math.pi / n
+    x = k * np.arange(n)
+    y = k * np.arange(n)[:, None]
+    decay = math.exp(-2.0 * nu * k * k * t)
+    u = np.stack([u0 * decay * np.sin(x) * np.cos(y), -u0 * decay * np.cos(x) * np.sin(y)])
+    p = -0.25 * u0**2 * decay**2 * (np.cos(2 * x) + np.cos(2 * y))
+    return 1.0 + 3.0 * p, u
+
+
+def tgv2d_errors(solver: tp.Solver, u0: float) -> dict[str, float]:
+    """Relative L2 errors against the exact 2D vortex at the solver's step: velocity
+    ‖u − u_ex‖/‖u_ex‖ and density ‖ρ − ρ_ex‖/‖ρ_ex − 1‖ (the fluctuation sets the scale)."""
+    n = solver.geometry.shape[0]
+    rho_ex, u_ex = tgv2d_exact(n, u0, solver.compute.nu, solver.time_step)
+    rho, u = solver.density(), solver.velocity()
+    return {"velocity": float(np.linalg.norm(u - u_ex) / np.linalg.norm(u_ex)),
+            "density": float(np.linalg.norm(rho - rho_ex) / np.linalg.norm(rho_ex - 1.0))}
+
+
+def precision_study(u0s=(0.005, 0.01, 0.02, 0.05, 0.1), n: int = 32, reynolds: float = 10.0,
+                    decay: float = 0.5, collision: str = "bgk", device: str = "cpu") -> list[dict]:
+    """fp32 against fp64 on the 2D vortex, after de Oliveira, Lugarini & Franco (2019).
+
+    Fixed n and Re, so ν ∝ u0 (τ varies); each run lasts until the exact amplitude has fallen
+    to ``decay`` (the same physical time for every u0, steps ∝ 1/u0). One row per u0: tau,
+    steps, the errors of each precision against the exact solution (see
+    :func:`tgv2d_errors`; the fp64 density error is mostly the acoustic transient of the
+    equilibrium start) and the fp32 − fp64 difference, which isolates rounding:
+    ‖u32 − u64‖/‖u64‖ and ‖ρ32 − ρ64‖/‖ρ64 − 1‖.
+    """
+    rows = []
+    for u0 in u0s:
+        nu = tgv_viscosity(n, u0, reynolds)
+        steps = int(round(math.log(1.0 / decay) / decay_rate(n, nu)))
+        row = {"u0": u0, "tau": 3 * nu + 0.5, "steps": steps}
+        fields = {}
+        for precision in ("float32", "float64"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Mach warning at u0 = 0.1, studied on purpose
+                solver = taylor_green(device=device, precision=precision, n=n, u0=u0, nu=nu,
+                                      collision=collision)
+            solver.run(steps)
+            errors = tgv2d_errors(solver, u0)
+            bits = precision[-2:]
+            row[f"velocity_fp{bits}"], row[f"density_fp{bits}"] = (errors["velocity"],
+                                                                   errors["density"])
+            fields[bits] = (solver.density().astype(np.float64),
+                            solver.velocity().astype(np.float64))
+        (rho32, u32), (rho64, u64) = fields["32"], fields["64"]
+        row["velocity_diff"] = float(np.linalg.norm(u32 - u64) / np.linalg.norm(u64))
+        row["density_diff"] = float(np.linalg.norm(rho32 - rho64) / np.linalg.norm(rho64 - 1))
+        rows.append(row)
+    return rows
+
+
+# -- 3D Taylor-Green vortex (Re = 1600 reference) ----------------------------------------------
+def tgv3d_diagnostics(u: np.ndarray, u0: float, time_step: float) -> dict[str, float]:
+    """Kinetic energy and enstrophy of a periodic 3D field in the reference's units.
+
+    ``u`` has shape (3, n, n, n) (lattice units). L = n / 2π, V0 = u0: t* = t V0 / L,
+    E* = ⟨|u|²/2⟩ / V0², enstrophy* = ⟨|ω|²/2⟩ (L / V0)² (central differences).
+    """
+    n = u.shape[-1]
+    length = n / (2.0 * math.pi)
+    return {"t": time_step * u0 / length,
+            "E_k": kinetic_energy(u) / u0**2,
+            "enstrophy": enstrophy(u, periodic=(True, True, True)) * (length / u0) ** 2}
+
+
+def dissipation_rate(times, energies) -> np.ndarray:
+    """−dE/dt of a sampled energy curve (second-order differences, uneven times allowed)."""
+    return -np.gradient(np.asarray(energies, dtype=float), np.asarray(times, dtype=float))
+
+
+def load_tgv_reference(reference: Path = REFERENCE) -> dict[str, np.ndarray]:
+    """The spectral Re = 1600 curves: t, E_k, minus_dEk_dt, enstrophy."""
+    data = np.loadtxt(reference / TGV_REFERENCE, delimiter=",", skiprows=4)
+    return {"t": data[:, 0], "E_k": data[:, 1], "minus_dEk_dt": data[:, 2],
+            "enstrophy": data[:, 3]}
+
+
+def compare_dissipation(times, rates, reference: Path = REFERENCE) -> dict[str, float]:
+    """Coarse comparison of −dE/dt with the spectral reference: largest deviation relative to
+    the reference peak, and the peak times of both curves."""
+    ref = load_tgv_reference(reference)
+    times, rates = np.asarray(times, float), np.asarray(rates, float)
+    inside = (times >= ref["t"][0]) & (times <= ref["t"][-1])
+    expected = np.interp(times[inside], ref["t"], ref["minus_dEk_dt"])
+    peak = float(ref["minus_dEk_dt"].max())
+    return {"max_deviation_of_peak": float(np.abs(rates[inside] - expected).max() / peak)
+            if inside.any() else math.nan,
+            "peak_time": float(times[np.argmax(rates)]) if len(rates) else math.nan,
+            "reference_peak_time": float(ref["t"][np.argmax(ref["minus_dEk_dt"])])}

@@ -11,15 +11,16 @@ exact to rounding for every τ.
 
 Run::
 
-    python cases/poiseuille.py                  # n = 32, τ = 0.8, BGK; prints the L2 error
-    python cases/poiseuille.py --collision trt  # exact up to the transient
+    thelma run cases/poiseuille.py                      # n = 32, τ = 0.8, BGK; prints the error
+    thelma run cases/poiseuille.py --set collision=trt  # exact up to the transient
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
 
 import thelma_py as tp
+from thelma_py.cli import run_case
 from thelma_py.validation import (
     analytic_profile,
     body_force,
@@ -33,6 +34,7 @@ DEFAULT_STEPS = 20_000
 which decays as exp(−π² ν t / H²), is then below 1e-8 of u_max."""
 
 __all__ = ["analytic_profile", "body_force", "build", "main", "profile", "relative_l2_error",
+           "report",
            "steps_to_steady"]
 
 
@@ -45,23 +47,14 @@ def build(*, device: str = "auto", precision: str = "float64", n: int = 32,
                                     tau=tau, collision=collision, length=length)
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=32)
-    parser.add_argument("--u-max", type=float, default=0.05)
-    parser.add_argument("--tau", type=float, default=0.8)
-    parser.add_argument("--collision", default="bgk", choices=("bgk", "trt", "mrt"))
-    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", default="float64")
-    args = parser.parse_args(argv)
-    solver = build(device=args.device, precision=args.precision, n=args.n, u_max=args.u_max,
-                   tau=args.tau, collision=args.collision)
-    print(solver)
-    summary = solver.run(args.steps)
-    print(f"{args.steps} steps, {summary['mlups']:.2f} MLUPS; relative L2 error against the "
-          f"parabola: {relative_l2_error(solver, args.u_max):.3e}")
+def report(solver: tp.Solver, *, u_max: float, **_) -> str:
+    return f"relative L2 error against the parabola: {relative_l2_error(solver, u_max):.3e}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Same as ``thelma run cases/poiseuille.py ARGS``."""
+    return run_case(__file__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

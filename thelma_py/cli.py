@@ -277,6 +277,12 @@ def _run(args: argparse.Namespace) -> int:
         f"MLUPS      {mlups} (compute), {summary['wall_mlups']} (wall)\n"
         f"backend    {summary['backend']}, {summary['precision']}"
     )
+    report = getattr(case, "report", None)
+    if report is not None and interrupted is None:
+        bound = inspect.signature(case.build).bind_partial(**kwargs)
+        bound.apply_defaults()
+        summary["report"] = report(solver, **bound.arguments)
+        print(f"report     {summary['report']}")
     if args.out is not None:
         from thelma_py.modules.results.files import atomic_write_text
 
@@ -287,6 +293,11 @@ def _run(args: argparse.Namespace) -> int:
     if interrupted is None:
         return 0
     return 143 if getattr(interrupted, "signal_name", "") == "SIGTERM" else 130
+
+
+def run_case(path: str | Path, argv: list[str] | None = None) -> int:
+    """``thelma run PATH ARGV...``: what a case script's ``main()`` calls."""
+    return main(["run", str(path), *(sys.argv[1:] if argv is None else argv)])
 
 
 # -- list --------------------------------------------------------------------------------------

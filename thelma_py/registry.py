@@ -5,8 +5,8 @@ Third-party packages declare an entry point in the group ``thelma_py.plugins``; 
 module (or object) whose import registers its plug-ins. Discovery runs once, lazily, on the first
 lookup.
 
->>> sorted(available("compute"))
-['lbm']
+>>> sorted(available("compute"))[:3]
+['lbm', 'lwacm', 'lwacm-fused']
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ ENTRY_POINT_GROUP = "thelma_py.plugins"
 BUILTIN_MODULES = (
     "thelma_py.modules.init.fields",
     "thelma_py.modules.compute.lbm",
+    "thelma_py.modules.compute.lwacm",
     "thelma_py.geometry.builders",
     "thelma_py.modules.results.vtk",
     "thelma_py.modules.results.monitors",

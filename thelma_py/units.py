@@ -36,6 +36,20 @@ def viscosity_from_tau(tau: float) -> float:
     return (tau - 0.5) / 3.0
 
 
+class RelaxationTime:
+    """Mixin for parameter classes with a lattice viscosity ``nu``: τ and ω derived from it."""
+
+    nu: float
+
+    @property
+    def tau(self) -> float:
+        return tau_from_viscosity(self.nu)
+
+    @property
+    def omega(self) -> float:
+        return 1.0 / self.tau
+
+
 @attrs.frozen
 class LatticeParameters:
     """A consistent set: viscosity, lattice velocity, characteristic length (nodes), Reynolds."""

@@ -26,6 +26,7 @@ from thelma_py.modules.compute.lbm.collision import (
 )
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.registry import register
+from thelma_py.units import RelaxationTime
 
 STREAMING = ("pull", "push", "aa")
 
@@ -57,7 +58,7 @@ def _force_tuple(value):
 
 @register("compute", "lbm")
 @attrs.frozen(kw_only=True)
-class Lbm:
+class Lbm(RelaxationTime):
     """Lattice Boltzmann: collision bgk|trt|mrt, streaming pull|push|aa; lattice units."""
 
     nu: float = attrs.field(validator=_check_nu)
@@ -75,14 +76,6 @@ class Lbm:
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores). Results do not depend on them."""
-
-    @property
-    def tau(self) -> float:
-        return 3.0 * self.nu + 0.5
-
-    @property
-    def omega(self) -> float:
-        return 1.0 / self.tau
 
     @property
     def omega_minus(self) -> float:

@@ -18,11 +18,15 @@ from thelma_py.modules.compute.lbm.collision import wall_momentum
 
 class WallLinks:
     """Per direction i: flat indices of fluid nodes whose population i arrives through a wall,
-    and Ladd's moving-wall term there (None where every such wall is at rest)."""
+    and Ladd's moving-wall term there (None where every such wall is at rest).
+
+    ``velocity[i]`` holds the wall velocity itself, shape (D, links), or None where every such
+    wall is at rest (single-step LW-ACM uses it as a Dirichlet value)."""
 
     def __init__(self, lattice: Lattice, tags: NodeTags, dtype: np.dtype, xp=np):
         self.index: dict[int, object] = {}
         self.term: dict[int, object | None] = {}
+        self.velocity: dict[int, object | None] = {}
         shape = tags.tags.shape
         any_link = bool((tags.layout.links(tags.tags) != 0).any())
         for i in range(1, lattice.q if any_link else 1):
@@ -37,6 +41,8 @@ class WallLinks:
             term = np.asarray(wall_momentum(lattice, i, velocity, row[:, 3]), dtype=dtype)
             self.index[i] = xp.asarray(flat)
             self.term[i] = xp.asarray(term) if np.any(term) else None
+            wall_u = np.asarray(row[:, : lattice.d].T, dtype=dtype)
+            self.velocity[i] = xp.asarray(wall_u) if np.any(wall_u) else None
         self.moving = any(t is not None for t in self.term.values())
 
 

@@ -1,0 +1,226 @@
+"""CUDA LW-ACM engines: generated kernels (:mod:`.kernels`) launched through CuPy.
+
+Built like :class:`thelma_py.modules.compute.lbm.cuda.CudaLbm`: the same compile cache (one
+RawModule per source text), the same tag tables, and its graph-batched :meth:`step` (runs of
+many steps on small domains replay a captured CUDA graph; the last step of every ``step(n)``
+call runs the kernel variant that also stores ρ, u).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thelma_py.backend import Backend
+from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.geometry.domain import NodeTags
+from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
+from thelma_py.modules.compute.lbm.kernels import edge_table, tile_flags
+from thelma_py.modules.compute.lwacm import rule
+from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate, kernel_names
+from thelma_py.modules.compute.lwacm.reference import (
+    fused_tile,
+    fused_traffic,
+    two_step_memory,
+    two_step_traffic,
+    two_step_wall_tags,
+)
+
+TWO_STEP_BLOCK = 128
+"""Threads per block along x for the two-step kernel (as the LBM default)."""
+
+
+class _CudaBase(ComputeEngine):
+    scheme = "two-step"
+
+    def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
+        import cupy
+
+        self.cp = cupy
+        self.params, self.lattice, self.tags, self.backend, self.dtype = (
+            params, lattice, tags, backend, np.dtype(dtype))
+        self.shape = tags.tags.shape
+        self.nodes = int(np.prod(self.shape))
+        check_memory(backend, self.nodes, self.memory_bytes_per_node)
+        dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
+        self.nz, self.ny, self.nx = (int(v) for v in dims)
+        moving = bool(np.any(tags.bc_table[:, :3] != 0))
+        self.config = LwacmKernelConfig(
+            lattice=lattice, real="float" if self.dtype == np.float32 else "double",
+            scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK)
+        self.source = generate(self.config)
+        module = _module(self.source)
+        self.kernels = {store: module.get_function(name)
+                        for store, name in kernel_names(self.scheme).items()}
+        xp = cupy
+        self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
+        self.tag_words = xp.asarray(tags.tags)
+        self.tile_flags = xp.asarray(tile_flags(tags))
+        self.edge_bc = xp.asarray(edge_table(tags))
+        self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
+        self.kappa = self.dtype.type(params.kappa)
+        self.current = 0
+        self.phase = "post-even"  # CudaLbm's graph cache keys on (current, phase)
+        self._graphs: dict = {}
+        self._stream = None
+
+    def _fields(self, rho, u):
+        xp = self.cp
+        rho = xp.asarray(rho, dtype=self.dtype).reshape(self.shape)
+        u = xp.stack([xp.asarray(ua, dtype=self.dtype) for ua in u]).reshape(
+            self.lattice.d, *self.shape)
+        u.reshape(self.lattice.d, -1)[:, self.solid_index] = 0
+        return rho, u
+
+    def _check(self, state: dict, key: str, shape: tuple) -> np.ndarray:
+        if key not in state:
+            raise ValueError(f"checkpoint has no {key!r}; an LW-ACM state holds "
+                             f"{sorted(self.state())}")
+        value = np.asarray(state[key])
+        if value.shape != shape or value.dtype != self.dtype:
+            raise ValueError(f"checkpoint holds {key} as {value.dtype}{value.shape}, this run "
+                             f"needs {self.dtype}{shape}")
+        return value
+
+    # CudaLbm's stepping: graphs of GRAPH_STEPS plain launches, then the storing launch.
+    _graph = CudaLbm._graph
+    step = CudaLbm.step
+
+
+class CudaLwacm(_CudaBase):
+    """Two-step LW-ACM on one GPU: f* in two buffers (pull), ρ and u updated in place."""
+
+    scheme = "two-step"
+
+    def __init__(self, params, lattice, tags, backend, dtype):
+        super().__init__(params, lattice, tags, backend, dtype)
+        xp = self.cp
+        wall_tags = two_step_wall_tags(tags, params.kappa)
+        self.bc = xp.asarray(wall_tags.bc_table.astype(self.dtype).reshape(-1))
+        q = lattice.q
+        self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(2)]
+        self.rho = xp.ones(self.shape, dtype=self.dtype)
+        self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
+
+    @property
+    def traffic_bytes_per_node(self) -> int:
+        return two_step_traffic(self.lattice, self.dtype.itemsize)
+
+    @property
+    def memory_bytes_per_node(self) -> int:
+        return two_step_memory(self.lattice, self.dtype.itemsize, self.tags.tags.itemsize)
+
+    def initialize(self, rho, u) -> None:
+        rho, u = self._fields(rho, u)
+        lat = self.lattice
+        usq = sum(ua * ua for ua in u)
+        for i in range(lat.q):  # one population at a time: no second copy of f on the device
+            value = rule.fstar_i(lat, i, rho, list(u), usq, float(self.kappa))
+            for buffer in self.buffers:
+                buffer[i] = value
+        self.rho[...] = rho
+        self.u[...] = u
+        self.current = 0
+        self._graphs.clear()
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"f": self.buffers[self.current].get(), "rho": self.rho.get(), "u": self.u.get()}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        lat = self.lattice
+        f = self._check(state, "f", (lat.q, *self.shape))
+        rho = self._check(state, "rho", self.shape)
+        u = self._check(state, "u", (lat.d, *self.shape))
+        for buffer in self.buffers:
+            buffer[...] = self.cp.asarray(f)
+        self.rho[...] = self.cp.asarray(rho)
+        self.u[...] = self.cp.asarray(u)
+        self.current = 0
+        self._graphs.clear()
+
+    def macroscopic(self):
+        return self.rho, self.u
+
+    def _launch(self, store: bool) -> None:
+        grid = ((self.nx + TWO_STEP_BLOCK - 1) // TWO_STEP_BLOCK, self.ny, self.nz)
+        args = (self.buffers[self.current], self.buffers[1 - self.current], self.rho, self.u,
+                self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
+                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz))
+        self.kernels[store](grid, (TWO_STEP_BLOCK, 1, 1), args)
+        self.current = 1 - self.current
+
+    def poison(self) -> None:
+        """Testing aid: fill what a step must write (the other f* buffer) with NaN. (ρ, u are
+        read and written in place, so they cannot be poisoned.)"""
+        self.buffers[1 - self.current].fill(np.nan)
+
+
+class CudaLwacmFused(_CudaBase):
+    """Single-step LW-ACM on one GPU: (ρ, u_x, u_y, u_z) records in two buffers, shape
+    (*S, 4); ρ and u also in structure-of-arrays buffers written on the last step of a batch."""
+
+    scheme = "fused"
+
+    def __init__(self, params, lattice, tags, backend, dtype):
+        super().__init__(params, lattice, tags, backend, dtype)
+        xp = self.cp
+        self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
+        self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
+        self.rho = xp.ones(self.shape, dtype=self.dtype)
+        self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
+        self.tile = fused_tile(lattice)
+
+    @property
+    def traffic_bytes_per_node(self) -> int:
+        return fused_traffic(self.lattice, self.dtype.itemsize)
+
+    @property
+    def memory_bytes_per_node(self) -> int:
+        # two record buffers, the ρ, u output buffers, the tags
+        return (8 + 1 + self.lattice.d) * self.dtype.itemsize + self.tags.tags.itemsize
+
+    def _set(self, rho, u) -> None:
+        d = self.lattice.d
+        for buffer in self.buffers:
+            buffer[..., 0] = rho
+            for a in range(d):
+                buffer[..., 1 + a] = u[a]
+            buffer[..., 1 + d:] = 0
+        self.rho[...] = rho
+        self.u[...] = u
+        self.current = 0
+        self._graphs.clear()
+
+    def initialize(self, rho, u) -> None:
+        self._set(*self._fields(rho, u))
+
+    def state(self) -> dict[str, np.ndarray]:
+        held = self.buffers[self.current]
+        rho = held[..., 0].get()
+        u = self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0).get()
+        return {"rho": np.ascontiguousarray(rho), "u": np.ascontiguousarray(u)}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        lat = self.lattice
+        rho = self._check(state, "rho", self.shape)
+        u = self._check(state, "u", (lat.d, *self.shape))
+        self._set(self.cp.asarray(rho), self.cp.asarray(u))
+
+    def macroscopic(self):
+        return self.rho, self.u
+
+    def _launch(self, store: bool) -> None:
+        bx, by, bz = self.tile
+        grid = (-(-self.nx // bx), -(-self.ny // by), -(-self.nz // bz))
+        args = (self.buffers[self.current], self.buffers[1 - self.current],
+                self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
+                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz),
+                self.rho, self.u)
+        self.kernels[store](grid, (bx, by, bz), args)
+        self.current = 1 - self.current
+
+    def poison(self) -> None:
+        """Testing aid: fill everything a step must write with NaN."""
+        self.buffers[1 - self.current].fill(np.nan)
+        self.rho.fill(np.nan)
+        self.u.fill(np.nan)

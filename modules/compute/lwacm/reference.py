@@ -1,0 +1,225 @@
+"""NumPy LW-ACM engines: the references every CUDA variant is checked against.
+
+Arrays have shape (*S) for ρ and (D, *S) for u, S = (Nz, Ny, Nx) or (Ny, Nx), x fastest. Solid
+nodes keep their values (u = 0 there from :meth:`initialize` on), as in the LBM reference.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from thelma_py.backend import Backend
+from thelma_py.codegen.expr import identity_let
+from thelma_py.compute import ComputeEngine
+from thelma_py.geometry.domain import NodeTags
+from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm import layouts
+from thelma_py.modules.compute.lwacm import rule
+
+
+def fused_tile(lattice: Lattice) -> tuple[int, int, int]:
+    """Nodes per CUDA block of the single-step kernel (x, y, z): 32 x 8 in 2D, 32 x 4 x 4 in 3D.
+    x is one warp, so the block's tile-flag rows are the LBM ones."""
+    return (32, 8, 1) if lattice.d == 2 else (32, 4, 4)
+
+
+def halo_depth(lattice: Lattice) -> int:
+    """How many coordinates of a halo cell may lie outside the tile and still be read: the most
+    non-zero components of a velocity (2 for D2Q9 and D3Q19: no corners in 3D; 3 for D3Q27)."""
+    return int((lattice.c != 0).sum(axis=1).max())
+
+
+def fused_reads_per_node(lattice: Lattice) -> float:
+    """(ρ, u) records one bulk block of the single-step kernel reads per node: tile plus halo,
+    without the halo cells no velocity reaches (the corners of the box in D3Q19)."""
+    tile = fused_tile(lattice)
+    padded = [n + 2 if a < lattice.d else 1 for a, n in enumerate(tile)]
+    depth = halo_depth(lattice)
+    cells = 0
+    for z in range(padded[2]):
+        for y in range(padded[1]):
+            for x in range(padded[0]):
+                outside = sum(int(p > 1 and c in (0, p - 1))
+                              for c, p in zip((x, y, z), padded, strict=True))
+                cells += outside <= depth
+    return cells / (tile[0] * tile[1] * tile[2])
+
+
+def two_step_traffic(lattice: Lattice, itemsize: int) -> int:
+    """f* read (Q) and written (Q), ρ and u read (1 + D) and written (1 + D)."""
+    return (2 * lattice.q + 2 * (1 + lattice.d)) * itemsize
+
+
+def two_step_memory(lattice: Lattice, itemsize: int, tag_itemsize: int) -> int:
+    """Two f* buffers (streamed from one into the other), ρ, u and the tags."""
+    return (2 * lattice.q + 1 + lattice.d) * itemsize + tag_itemsize
+
+
+def fused_traffic(lattice: Lattice, itemsize: int) -> int:
+    """4-value (ρ, u) records: tile + halo read, one record written (rounded to a byte)."""
+    return int(round(4 * itemsize * (fused_reads_per_node(lattice) + 1.0)))
+
+
+def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
+    """The tags with every boundary row's velocity scaled by 1 − κ = 2τ − 1.
+
+    Bounce-back of f* reflects the odd part of f* = f^(e) − κ f^(e,o), so a wall at rest gives
+    exactly the single-step ghost rule (ρ_g = ρ, u_g = −u). For a moving wall the ghost
+    u_g = 2 u_w − u asks for the term (1 − κ) · 2 w_i ρ_w (c_i · u_w) / c_s²: Ladd's term with the
+    wall velocity scaled by 1 − κ. Unscaled, the wall would move at u_w / (2τ − 1) (five times
+    too fast at τ = 0.6); only at τ = 1 (κ = 0, where LW-ACM is BGK LBM) do the two coincide.
+    """
+    table = np.array(tags.bc_table, dtype=np.float64, copy=True)
+    table[:, :3] *= 1.0 - kappa
+    return attrs.evolve(tags, bc_table=table)
+
+
+class _NumpyBase(ComputeEngine):
+    def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
+        self.params, self.lattice, self.tags, self.backend, self.dtype = (
+            params, lattice, tags, backend, np.dtype(dtype))
+        self.walls = layouts.WallLinks(lattice, tags, self.dtype)
+        self.solid = np.flatnonzero(tags.solid)
+        self.shape = tags.tags.shape
+        self.kappa = self.dtype.type(params.kappa)
+        self.force = params.force
+
+    def _fields(self, rho, u) -> tuple[np.ndarray, np.ndarray]:
+        rho = np.array(rho, dtype=self.dtype).reshape(self.shape)
+        u = np.array(np.stack([np.asarray(ua) for ua in u]), dtype=self.dtype)
+        if u.shape != (self.lattice.d, *self.shape):
+            raise ValueError(f"u has shape {u.shape}, expected {(self.lattice.d, *self.shape)}")
+        u.reshape(self.lattice.d, -1)[:, self.solid] = 0
+        return rho, u
+
+    def _keep_solid(self, new: np.ndarray, old: np.ndarray) -> None:
+        if len(self.solid):
+            k = new.shape[0]
+            new.reshape(k, -1)[:, self.solid] = old.reshape(k, -1)[:, self.solid]
+
+    def _check(self, state: dict, key: str, shape: tuple) -> np.ndarray:
+        if key not in state:
+            raise ValueError(f"checkpoint has no {key!r}; an LW-ACM state holds "
+                             f"{sorted(self.state())}")
+        value = np.asarray(state[key])
+        if value.shape != shape or value.dtype != self.dtype:
+            raise ValueError(f"checkpoint holds {key} as {value.dtype}{value.shape}, this run "
+                             f"needs {self.dtype}{shape}")
+        return value
+
+
+class NumpyLwacm(_NumpyBase):
+    """Two-step LW-ACM: state f* (Q, *S), ρ, u. Streaming and bounce-back (with Ladd's term for
+    moving walls) are the LBM ones (:func:`.layouts.stream`), applied to f*."""
+
+    def __init__(self, params, lattice, tags, backend, dtype):
+        super().__init__(params, lattice, tags, backend, dtype)
+        self.walls = layouts.WallLinks(lattice, two_step_wall_tags(tags, params.kappa),
+                                       self.dtype)
+        self.f = np.zeros((lattice.q, *self.shape), dtype=self.dtype)
+        self.rho = np.ones(self.shape, dtype=self.dtype)
+        self.u = np.zeros((lattice.d, *self.shape), dtype=self.dtype)
+
+    @property
+    def traffic_bytes_per_node(self) -> int:
+        return two_step_traffic(self.lattice, self.dtype.itemsize)
+
+    @property
+    def memory_bytes_per_node(self) -> int:
+        return two_step_memory(self.lattice, self.dtype.itemsize, self.tags.tags.itemsize)
+
+    def initialize(self, rho, u) -> None:
+        self.rho, self.u = self._fields(rho, u)
+        self.f = np.array(rule.fstar(self.lattice, self.rho, list(self.u), self.kappa,
+                                     identity_let), dtype=self.dtype)
+
+    def step(self, n: int = 1) -> None:
+        lat = self.lattice
+        for _ in range(n):
+            streamed = layouts.stream(lat, self.walls, self.f)
+            rho, u, post = rule.two_step(lat, list(streamed), self.rho, list(self.u), self.kappa,
+                                         identity_let, self.force)
+            f = np.array(post, dtype=self.dtype)
+            rho = np.array(rho, dtype=self.dtype)
+            u = np.array(u, dtype=self.dtype)
+            self._keep_solid(f, self.f)
+            self._keep_solid(rho[None], self.rho[None])
+            self._keep_solid(u, self.u)
+            self.f, self.rho, self.u = f, rho, u
+
+    def macroscopic(self):
+        return self.rho, self.u
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"f": self.f.copy(), "rho": self.rho.copy(), "u": self.u.copy()}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        lat = self.lattice
+        f = self._check(state, "f", (lat.q, *self.shape))
+        rho = self._check(state, "rho", self.shape)
+        u = self._check(state, "u", (lat.d, *self.shape))
+        self.f, self.rho, self.u = f.copy(), rho.copy(), u.copy()
+
+
+class NumpyLwacmFused(_NumpyBase):
+    """Single-step LW-ACM: state ρ, u only, stacked as w = (ρ, u_x, u_y[, u_z]), shape
+    (1 + D, *S). Each step gathers the upstream w(x − c_i) (periodic wrap) and replaces it by
+    :func:`.rule.wall_ghost` where the link crosses a wall."""
+
+    def __init__(self, params, lattice, tags, backend, dtype):
+        super().__init__(params, lattice, tags, backend, dtype)
+        self.w = np.zeros((1 + lattice.d, *self.shape), dtype=self.dtype)
+        self.w[0] = 1
+        self._axes = tuple(range(1, 1 + lattice.d))
+
+    @property
+    def traffic_bytes_per_node(self) -> int:
+        return fused_traffic(self.lattice, self.dtype.itemsize)
+
+    @property
+    def memory_bytes_per_node(self) -> int:
+        return 2 * (1 + self.lattice.d) * self.dtype.itemsize + self.tags.tags.itemsize
+
+    def initialize(self, rho, u) -> None:
+        rho, u = self._fields(rho, u)
+        self.w = np.concatenate([rho[None], u]).astype(self.dtype)
+
+    def upstream(self, w: np.ndarray, i: int) -> tuple:
+        """(ρ(x − c_i), u(x − c_i)) with periodic wrap, wall ghosts applied."""
+        shift = tuple(int(v) for v in self.lattice.c[i][::-1])
+        if not any(shift):
+            return w[0], list(w[1:])
+        up = np.roll(w, shift, axis=self._axes)
+        if i in self.walls.index:
+            flat = self.walls.index[i]
+            here = w.reshape(len(w), -1)[:, flat]
+            velocity = self.walls.velocity[i]
+            rho_g, u_g = rule.wall_ghost(here[0], list(here[1:]),
+                                         None if velocity is None else list(velocity))
+            view = up.reshape(len(w), -1)
+            view[0, flat] = rho_g
+            for a, ua in enumerate(u_g):
+                view[1 + a, flat] = ua
+        return up[0], list(up[1:])
+
+    def step(self, n: int = 1) -> None:
+        for _ in range(n):
+            w = self.w
+            rho, u = rule.single_step(self.lattice, lambda i, w=w: self.upstream(w, i),
+                                      self.kappa, identity_let, self.force)
+            new = np.array([rho, *u], dtype=self.dtype)
+            self._keep_solid(new, w)
+            self.w = new
+
+    def macroscopic(self):
+        return self.w[0], self.w[1:]
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"rho": self.w[0].copy(), "u": self.w[1:].copy()}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        lat = self.lattice
+        rho = self._check(state, "rho", self.shape)
+        u = self._check(state, "u", (lat.d, *self.shape))
+        self.w = np.concatenate([rho[None], u]).astype(self.dtype)

@@ -1,0 +1,216 @@
+"""Invariants of the NumPy LW-ACM references (two-step ``lwacm``, single-step ``lwacm-fused``).
+
+Tolerances, and why:
+
+- Rest state: ρ = 1, u = 0 is a fixed point of both schemes, walls at rest included (the ghost
+  of a wall at rest is u_g = −0). Bound 1e-14 (fp64) / 1e-6 (fp32): the weights sum to 1 only
+  to a few ulps.
+- Mass and momentum: in a periodic box both are conserved exactly by the rule (Σ_x Σ_i of the
+  odd-part correction vanishes, and Σ_i f*_i = ρ, Σ_i c_i f^(e)_i = ρ u). With halfway walls
+  mass is still exact for walls at rest and for flat walls moving tangentially: at a wall link
+  the single-step ghost (ρ, 2u_w − u) brings in, summed over the links of one node, exactly the
+  mass its mirrored populations take out (the odd terms in u_w cancel between c_i and its
+  mirror along the wall, and the even terms depend on u_n² only, which the ghost keeps); the
+  two-step bounce-back is the LBM one. A moving body (the sphere of tests/lbm_setups.py) is
+  not mass-conserving in either scheme, as for LBM with Ladd's term. fp64 bound 1e-12 relative
+  after 200 steps (measured ~1e-14).
+- Two-step vs single-step: the same floating-point operations in the bulk (rule.py), so the
+  periodic results agree to the last bit; with walls at rest the bounce-back of f* equals the
+  ghost rule (also measured bit for bit). Bound 1e-13 / 1e-6, not 0, so that a reordering of
+  sums does not break the test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import thelma_py as tp
+from thelma_py.geometry import Geometry, Sphere, cavity, periodic_box
+from thelma_py.lattice import D2Q9, D3Q19
+from thelma_py.modules.compute.lwacm import MAX_NU, Lwacm, LwacmFused
+from thelma_py.modules.compute.lwacm.reference import fused_reads_per_node
+
+SCHEMES = ("lwacm", "lwacm-fused")
+LATTICES = ("D2Q9", "D3Q19")
+STEPS = 200
+
+
+def shape_of(lattice: str):
+    return (12, 10) if lattice == "D2Q9" else (7, 6, 5)
+
+
+def make(lattice, geometry, scheme, precision="float64", nu=0.05, force=None):
+    compute = tp.plugin("compute", scheme, nu=nu, force=force)
+    return tp.compose(lattice, geometry, compute, device="cpu", precision=precision)
+
+
+def randomize(solver, seed=0, u=0.05):
+    """Random ρ = 1 ± 5 %, |u| ~ 0.05: far from rest and from a smooth field."""
+    rng = np.random.default_rng(seed)
+    shape = solver.geometry.array_shape
+    rho = 1.0 + 0.05 * rng.standard_normal(shape)
+    vel = u * rng.standard_normal((solver.lattice.d, *shape))
+    solver.engine.initialize(rho.astype(solver.dtype), vel.astype(solver.dtype))
+
+
+def closed_box(lattice):
+    geo = Geometry(shape_of(lattice))
+    geo.wall(Sphere(tuple(n / 2 for n in shape_of(lattice)), 2.0))
+    return geo
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("lattice", LATTICES)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_rest_state_is_a_fixed_point(scheme, lattice, precision):
+    solver = make(lattice, closed_box(lattice), scheme, precision)
+    solver.step(50)
+    tol = 1e-14 if precision == "float64" else 1e-6
+    rho, u = solver.density(), solver.velocity()
+    assert rho.dtype == np.dtype(precision)
+    np.testing.assert_allclose(rho, 1.0, rtol=0, atol=tol)
+    np.testing.assert_allclose(u, 0.0, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("lattice", LATTICES)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_periodic_box_conserves_mass_and_momentum(scheme, lattice):
+    solver = make(lattice, periodic_box(shape_of(lattice)), scheme)
+    randomize(solver)
+
+    def totals():
+        rho, u = solver.density(), solver.velocity()
+        return rho.sum(), (rho * u).reshape(solver.lattice.d, -1).sum(axis=1)
+
+    mass0, momentum0 = totals()
+    solver.step(STEPS)
+    mass, momentum = totals()
+    assert abs(mass / mass0 - 1) < 1e-12
+    np.testing.assert_allclose(momentum, momentum0, rtol=0, atol=1e-12 * mass0)
+    assert np.abs(momentum0).max() > 1e-4 * mass0  # a non-trivial momentum is kept
+
+
+@pytest.mark.parametrize("lattice", LATTICES)
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_walls_at_rest_and_a_tangential_lid_conserve_mass(scheme, lattice):
+    n = 10 if lattice == "D2Q9" else 6
+    lid = (0.05, 0.0) if lattice == "D2Q9" else (0.05, 0.02, 0.0)
+    face = "+y" if lattice == "D2Q9" else "+z"
+    solver = make(lattice, cavity((n,) * len(lid), lid_velocity=lid, lid_face=face), scheme)
+    randomize(solver)
+    mass0 = solver.density().sum()
+    solver.step(STEPS)
+    assert abs(solver.density().sum() / mass0 - 1) < 1e-12
+    assert np.abs(solver.velocity()).max() > 1e-3  # the lid drives a flow
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("lattice", LATTICES)
+@pytest.mark.parametrize("walls", ["periodic", "walls at rest"])
+def test_two_step_and_single_step_agree_in_the_bulk(walls, lattice, precision):
+    geo = periodic_box(shape_of(lattice)) if walls == "periodic" else closed_box(lattice)
+    a, b = (make(lattice, geo, scheme, precision) for scheme in SCHEMES)
+    randomize(a, seed=3)
+    randomize(b, seed=3)
+    steps = STEPS if walls == "periodic" else 20  # the small closed box comes to rest
+    a.step(steps)
+    b.step(steps)
+    tol = 1e-13 if precision == "float64" else 1e-6
+    np.testing.assert_allclose(a.density(), b.density(), rtol=0, atol=tol)
+    np.testing.assert_allclose(a.velocity(), b.velocity(), rtol=0, atol=tol)
+    assert np.abs(a.velocity()).max() > 1e-3
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_state_round_trip_continues_bit_for_bit(scheme):
+    lattice = "D3Q19"
+    geo = Geometry((8, 6, 5), periodic=(True, False, False))
+    geo.edge("+z", velocity=(0.05, 0.0, 0.0))
+    geo.wall(Sphere((4.0, 3.0, 2.5), 1.5), velocity=(0.0, 0.01, 0.0))
+    a = make(lattice, geo, scheme, force=(1e-5, 0.0, 0.0))
+    randomize(a)
+    a.step(7)
+    saved = a.engine.state()
+    a.step(11)
+    b = make(lattice, geo, scheme, force=(1e-5, 0.0, 0.0))
+    b.engine.load_state(saved)
+    b.step(11)
+    for key, value in a.engine.state().items():
+        np.testing.assert_array_equal(b.engine.state()[key], value)
+        assert not np.array_equal(saved[key], value)
+    np.testing.assert_array_equal(b.velocity(), a.velocity())
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_load_state_refuses_a_wrong_shape_or_dtype(scheme):
+    solver = make("D2Q9", periodic_box((6, 5)), scheme)
+    state = solver.engine.state()
+    with pytest.raises(ValueError, match="checkpoint holds rho"):
+        solver.engine.load_state({**state, "rho": state["rho"][:, :-1]})
+    with pytest.raises(ValueError, match="checkpoint holds u"):
+        solver.engine.load_state({**state, "u": state["u"].astype(np.float32)})
+    with pytest.raises(ValueError, match="has no 'rho'"):
+        solver.engine.load_state({key: v for key, v in state.items() if key != "rho"})
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_initial_fields_are_reported_with_zero_velocity_in_solids(scheme):
+    geo = closed_box("D2Q9")
+    solver = tp.compose("D2Q9", geo, tp.plugin("compute", scheme, nu=0.05), device="cpu",
+                        init=tp.plugin("init", "equilibrium", rho=1.01, u=(0.02, -0.01)))
+    rho, u = solver.density(), solver.velocity()
+    fluid = solver.tags.fluid
+    np.testing.assert_array_equal(rho, 1.01)
+    np.testing.assert_array_equal(u[0][fluid], 0.02)
+    assert (u[:, ~fluid] == 0).all() and (~fluid).any()
+
+
+def test_body_force_accelerates_uniformly():
+    """u(t+1) = Σ c f / ρ + g: a uniform state gains g per step, in both schemes."""
+    for scheme in SCHEMES:
+        solver = make("D2Q9", periodic_box((6, 5)), scheme, force=(1e-4, -2e-4))
+        solver.step(10)
+        np.testing.assert_allclose(solver.velocity()[0], 1e-3, rtol=1e-10)
+        np.testing.assert_allclose(solver.velocity()[1], -2e-3, rtol=1e-10)
+
+
+def test_parameters_are_validated():
+    assert Lwacm(nu=0.05).kappa == pytest.approx(2 * (1 - (3 * 0.05 + 0.5)))
+    assert LwacmFused(nu=MAX_NU).kappa == pytest.approx(0.0, abs=1e-15)
+    for bad in (0.0, -0.1, float("nan"), 0.2):
+        with pytest.raises(ValueError, match="nu"):
+            Lwacm(nu=bad)
+    with pytest.raises(ValueError, match="force needs 2 components"):
+        make("D2Q9", periodic_box((4, 4)), "lwacm", force=(1e-5, 0.0, 0.0))
+    with pytest.raises(TypeError):
+        tp.plugin("compute", "lwacm", nu=0.05, collision="bgk")
+    with pytest.raises(Exception, match="nu"):
+        tp.plugin("compute", "lwacm-fused")
+
+
+def test_both_schemes_are_registered_by_one_word():
+    from thelma_py.registry import available
+
+    compute = available("compute")
+    assert compute["lwacm"] is Lwacm and compute["lwacm-fused"] is LwacmFused
+
+
+def test_traffic_and_memory_per_node():
+    """Two-step: f* read and written (2Q) plus ρ, u read and written (2 (1 + D)). Single step:
+    one 4-value record written, the tile + halo records read: 32 x 4 x 4 blocks read
+    34 x 6 x 6 − 8 = 1216 records (no box corners for D3Q19), 32 x 8 blocks in 2D read
+    34 x 10 = 340 (corners needed by the diagonals)."""
+    assert fused_reads_per_node(D3Q19) == 1216 / 512
+    assert fused_reads_per_node(D2Q9) == 340 / 256
+    expected = {("lwacm", "D3Q19", "float32"): (184, 4 * 42 + 4),
+                ("lwacm", "D3Q19", "float64"): (368, 8 * 42 + 4),
+                ("lwacm", "D2Q9", "float32"): (96, 4 * 21 + 4),
+                ("lwacm-fused", "D3Q19", "float32"): (54, 4 * 8 + 4),
+                ("lwacm-fused", "D3Q19", "float64"): (108, 8 * 8 + 4),
+                ("lwacm-fused", "D2Q9", "float32"): (37, 4 * 6 + 4)}
+    for (scheme, lattice, precision), (traffic, memory) in expected.items():
+        shape = (4, 4) if lattice == "D2Q9" else (4, 4, 4)
+        engine = make(lattice, periodic_box(shape), scheme, precision).engine
+        assert engine.traffic_bytes_per_node == traffic, (scheme, lattice, precision)
+        assert engine.memory_bytes_per_node == memory, (scheme, lattice, precision)

@@ -8,18 +8,18 @@ at rest.
 Walls sit half a spacing outside the stored nodes (halfway bounce-back), so a cavity of ``n``
 nodes has side N = n in lattice units and node i lies at x = (i + 1/2) / n in cavity units.
 
-Run (about 6 s on a 2-core CPU at the defaults)::
+Run (about 13 s on a 2-core CPU at the defaults)::
 
-    python cases/lid_driven_cavity.py                 # 64 x 64, Re 100, MRT, compares with Ghia
-    python cases/lid_driven_cavity.py --n 128 --steps 40000 --reynolds 400
+    thelma run cases/lid_driven_cavity.py           # 64 x 64, Re 100, MRT, compares with Ghia
+    thelma run cases/lid_driven_cavity.py --set n=128 --set reynolds=400 --steps 40000
 """
 
 from __future__ import annotations
 
-import argparse
-import time
+import sys
 
 import thelma_py as tp
+from thelma_py.cli import run_case
 from thelma_py.validation import REFERENCE, centerlines, ghia_deviation, load_ghia
 from thelma_py.validation import interpolate_cubic as _interpolate
 
@@ -42,30 +42,18 @@ def build(*, device: str = "auto", precision: str = "float64", n: int = 64,
                                 compute=compute)
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=64)
-    parser.add_argument("--reynolds", type=float, default=100.0)
-    parser.add_argument("--lid-velocity", type=float, default=0.05)
-    parser.add_argument("--collision", default="mrt", choices=("bgk", "trt", "mrt"))
-    parser.add_argument("--dim", type=int, default=2, choices=(2, 3))
-    parser.add_argument("--compute", default="lbm", choices=("lbm", "lwacm", "lwacm-fused"))
-    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", default="float64")
-    args = parser.parse_args(argv)
-    solver = build(device=args.device, precision=args.precision, n=args.n, reynolds=args.reynolds,
-                   lid_velocity=args.lid_velocity, collision=args.collision, dim=args.dim,
-                   compute=args.compute)
-    print(solver)
-    start = time.perf_counter()
-    summary = solver.run(args.steps)
-    print(f"{args.steps} steps in {time.perf_counter() - start:.1f} s, "
-          f"{summary['mlups']:.1f} MLUPS on {summary['backend']}")
-    if args.dim == 2 and args.reynolds in (100, 400) and REFERENCE.is_dir():
-        dev = ghia_deviation(solver, int(args.reynolds))
-        print(f"max |u - Ghia| / U = {dev['u']:.4f}, max |v - Ghia| / U = {dev['v']:.4f}")
+def report(solver: tp.Solver, *, reynolds: float, dim: int, **_) -> str:
+    """Largest deviation of the centre-line profiles from Ghia et al. (2D, Re 100 or 400)."""
+    if dim != 2 or reynolds not in (100, 400) or not REFERENCE.is_dir():
+        return "no Ghia reference for this set-up (2D, Re = 100 or 400 only)"
+    dev = ghia_deviation(solver, int(reynolds))
+    return f"max |u - Ghia| / U = {dev['u']:.4f}, max |v - Ghia| / U = {dev['v']:.4f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Same as ``thelma run cases/lid_driven_cavity.py ARGS``."""
+    return run_case(__file__, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

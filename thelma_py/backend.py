@@ -72,6 +72,15 @@ class Backend:
         return f"cuda ({name})"
 
 
+def array_module(array) -> ModuleType:
+    """numpy or cupy, whichever owns ``array`` (cupy is imported only for a cupy array)."""
+    if type(array).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
 @functools.cache
 def _cupy_or_reason() -> tuple[ModuleType | None, str]:
     try:

@@ -1,4 +1,7 @@
-"""Fields derived from ρ and u on the host: pressure, speed, vorticity, Q-criterion, energies.
+"""Fields derived from ρ and u: pressure, speed, vorticity, Q-criterion, energies.
+
+They take NumPy arrays (host copies, for output) or CuPy arrays (on the device, for monitoring
+large runs without copying the fields to the host).
 
 Arrays follow the solver's layout: scalars (Nz, Ny, Nx) or (Ny, Nx), velocities (D, *S), x
 fastest. Derivatives are central differences with spacing 1 (lattice units): wrapped on periodic
@@ -11,17 +14,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from thelma_py.backend import array_module
+
 CS2 = 1.0 / 3.0
 
 
 def pressure(rho: np.ndarray, rho0: float = 1.0) -> np.ndarray:
     """Lattice pressure fluctuation p = (ρ − ρ0) c_s² = (ρ − 1) / 3 (lattice units)."""
-    return (np.asarray(rho) - rho0) * CS2
+    return (array_module(rho).asarray(rho) - rho0) * CS2
 
 
 def speed(u: np.ndarray) -> np.ndarray:
     """|u|, shape S, from u of shape (D, *S)."""
-    return np.sqrt((np.asarray(u) ** 2).sum(axis=0))
+    xp = array_module(u)
+    return xp.sqrt((xp.asarray(u) ** 2).sum(axis=0))
 
 
 def derivative(field: np.ndarray, axis: int, periodic: bool) -> np.ndarray:
@@ -47,7 +53,8 @@ def _periodic(periodic: Sequence[bool] | None, d: int) -> tuple[bool, ...]:
 
 def velocity_gradient(u: np.ndarray, periodic: Sequence[bool] | None = None) -> np.ndarray:
     """G[a, b] = ∂u_a/∂x_b, shape (D, D, *S)."""
-    u = np.asarray(u, dtype=np.float64)
+    xp = array_module(u)
+    u = xp.asarray(u, dtype=xp.float64)
     d = u.shape[0]
     flags = _periodic(periodic, d)
     return np.stack([np.stack([derivative(u[a], b, flags[b]) for b in range(d)])
@@ -76,7 +83,8 @@ def q_criterion(u: np.ndarray, periodic: Sequence[bool] | None = None) -> np.nda
 
 def kinetic_energy(u: np.ndarray, mask: np.ndarray | None = None) -> float:
     """Volume mean of |u|²/2 over the nodes of ``mask`` (all nodes if None)."""
-    e = 0.5 * (np.asarray(u, dtype=np.float64) ** 2).sum(axis=0)
+    xp = array_module(u)
+    e = 0.5 * (xp.asarray(u, dtype=xp.float64) ** 2).sum(axis=0)
     return float(e.mean() if mask is None else e[mask].mean())
 
 
@@ -84,7 +92,7 @@ def enstrophy(u: np.ndarray, periodic: Sequence[bool] | None = None,
               mask: np.ndarray | None = None) -> float:
     """Volume mean of |ω|²/2 (the convention of the TGV reference data)."""
     w = vorticity(u, periodic)
-    w2 = w**2 if w.ndim == np.asarray(u).ndim - 1 else (w**2).sum(axis=0)
+    w2 = w**2 if w.ndim == u.ndim - 1 else (w**2).sum(axis=0)
     return float(0.5 * (w2.mean() if mask is None else w2[mask].mean()))
 
 

@@ -9,17 +9,31 @@ just beyond each face is solid, and the halfway bounce-back wall sits half a spa
 first stored node. A face can be given a velocity (a moving lid) with :meth:`Geometry.edge`.
 Where a virtual node lies beyond two or more faces (an edge or corner of the box), it takes the
 boundary row of the face declared last, so a lid declared after the side walls owns the corners.
+
+Open faces (:meth:`Geometry.inlet`, :meth:`Geometry.outlet`, :meth:`Geometry.outflow`,
+:meth:`Geometry.free_slip`) turn the first stored layer of a non-periodic face into
+open-boundary nodes (:class:`NodeKind` 3..8). Rules where kinds meet:
+
+- solid wins: a node inside a wall shape stays WALL even on an open face;
+- walls win at edges: the virtual layer beyond an open face stays solid in the link mask (the
+  link bits mark the populations the boundary rule rebuilds), and where it also lies beyond a
+  wall face it carries that wall's row (a moving lid moves there too);
+- a node on two open faces belongs to the face declared last; populations arriving from beyond
+  the other face are bounced back as from a wall at rest.
+
+Per-node boundary values (a velocity profile, a density) live in ``NodeTags.open_values``, one
+row (ux, uy, uz, ρ) per node of each open face's plane, found through ``NodeTags.open_table``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
 
 from thelma_py.geometry.shapes import Box, Shape
-from thelma_py.geometry.tags import MAX_BC_ID, NodeKind, TagLayout
+from thelma_py.geometry.tags import MAX_BC_ID, OPEN_KINDS, SOLID_KINDS, NodeKind, TagLayout
 from thelma_py.lattice import Lattice
 
 FACES = ("-x", "+x", "-y", "+y", "-z", "+z")
@@ -37,6 +51,52 @@ class BoundaryRow:
 
     velocity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rho: float = 1.0
+
+
+OPEN_KIND_NAMES = {("inlet", "zou-he"): NodeKind.VELOCITY,
+                   ("inlet", "equilibrium"): NodeKind.EQUILIBRIUM_VELOCITY,
+                   ("outlet", "zou-he"): NodeKind.PRESSURE,
+                   ("outlet", "equilibrium"): NodeKind.EQUILIBRIUM_PRESSURE}
+
+
+def _check_value(value, name: str, dim: int | None) -> None:
+    if callable(value):
+        return
+    if dim is None:
+        if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number or a function of (x, y[, z]), "
+                             f"got {value!r}")
+        return
+    if len(value) not in (dim, 3) or not all(np.isfinite(float(v)) for v in value):
+        raise ValueError(f"{name} needs {dim} finite components or a function of (x, y[, z]), "
+                         f"got {value!r}")
+
+
+@attrs.frozen
+class OpenFace:
+    """One open face: its node kind, boundary id and prescribed values (numbers or functions
+    of global coordinates (x, y[, z]) returning broadcastable arrays)."""
+
+    kind: NodeKind
+    bc_id: int
+    velocity: Sequence[float] | Callable = (0.0, 0.0, 0.0)
+    rho: float | Callable = 1.0
+
+    def values(self, coords: tuple[np.ndarray, ...], dim: int) -> np.ndarray:
+        """(n, 4) rows ux, uy, uz, ρ at the nodes of a face plane given by ``coords``."""
+        shape = np.broadcast_shapes(*(c.shape for c in coords))
+        velocity = self.velocity(*coords) if callable(self.velocity) else self.velocity
+        rho = self.rho(*coords) if callable(self.rho) else self.rho
+        if len(velocity) not in (dim, 3):
+            raise ValueError(f"the velocity function of boundary {self.bc_id} returned "
+                             f"{len(velocity)} components for a {dim}D domain")
+        out = np.zeros((*shape, 4))
+        for a, v in enumerate(velocity):
+            out[..., a] = np.broadcast_to(np.asarray(v, dtype=np.float64), shape)
+        out[..., 3] = np.broadcast_to(np.asarray(rho, dtype=np.float64), shape)
+        if not np.isfinite(out).all():
+            raise ValueError(f"boundary {self.bc_id}: the prescribed values are not finite")
+        return out.reshape(-1, 4)
 
 
 @attrs.frozen
@@ -59,18 +119,37 @@ class NodeTags:
     lower: tuple[int, ...]
     global_shape: tuple[int, ...]
     face_bc_ids: dict[str, int]
+    open_table: np.ndarray = attrs.field(factory=lambda: np.full((1, 2), -1, dtype=np.int32))
+    """Shape (n_ids, 2), int32: per boundary id, the open face (index into FACES, −1 if none)
+    and the first row of its plane in ``open_values``."""
+    open_values: np.ndarray = attrs.field(factory=lambda: np.zeros((0, 4)))
+    """Shape (n, 4): ux, uy, uz, ρ per node of each open face plane (tangential index
+    ``y + ny z`` for ±x, ``x + nx z`` for ±y, ``x + nx y`` for ±z, local to the sub-box)."""
 
     @property
     def kind(self) -> np.ndarray:
         return self.layout.kind(self.tags)
 
     @property
-    def fluid(self) -> np.ndarray:
-        return self.kind == NodeKind.FLUID
+    def solid(self) -> np.ndarray:
+        return np.isin(self.kind, [int(k) for k in SOLID_KINDS])
 
     @property
-    def solid(self) -> np.ndarray:
-        return ~self.fluid
+    def fluid(self) -> np.ndarray:
+        """Nodes that stream and collide: plain fluid and open-boundary nodes."""
+        return ~self.solid
+
+    @property
+    def open_kinds(self) -> tuple[tuple[str, str], ...]:
+        """(kind name, face) pairs present in these tags, sorted."""
+        kinds = self.kind.reshape(-1)
+        ids = self.layout.bc_id(self.tags).reshape(-1)
+        pairs = set()
+        for k in OPEN_KINDS:
+            where = kinds == int(k)
+            for bc in np.unique(ids[where]):
+                pairs.add((k.name, FACES[int(self.open_table[bc, 0])]))
+        return tuple(sorted(pairs))
 
 
 @attrs.define
@@ -88,6 +167,7 @@ class Geometry:
     _rows: list[BoundaryRow] = attrs.field(factory=lambda: [BoundaryRow()], init=False)
     _solids: list[tuple[Shape, int, bool]] = attrs.field(factory=list, init=False)
     _faces: dict[str, int] = attrs.field(factory=dict, init=False)
+    _open: dict[str, OpenFace] = attrs.field(factory=dict, init=False)
 
     @shape.validator
     def _check_shape(self, _, value):
@@ -135,6 +215,13 @@ class Geometry:
         self._solids.append((shape, bc_id, True))
         return bc_id
 
+    def body(self, shape: Shape, velocity: Sequence[float] | None = None) -> int:
+        """A solid body with a boundary id of its own (at rest unless ``velocity``), so that
+        forces can be reported for it alone. Returns the id."""
+        bc_id = self.boundary(velocity if velocity is not None else (0.0,) * self.dim)
+        self._solids.append((shape, bc_id, True))
+        return bc_id
+
     def fluid(self, shape: Shape) -> None:
         """Turn the nodes inside ``shape`` back into fluid (a difference with earlier walls)."""
         self._solids.append((shape, 0, False))
@@ -146,8 +233,52 @@ class Geometry:
             raise ValueError(f"face {face} is on a periodic axis: it has no wall to move")
         bc_id = 0 if velocity is None else self.boundary(velocity)
         self._faces.pop(face, None)
+        self._open.pop(face, None)
         self._faces[face] = bc_id
         return bc_id
+
+    def _add_open(self, face: str, kind: NodeKind, velocity=(0.0, 0.0, 0.0), rho=1.0) -> int:
+        axis, _ = _face_axis(face, self.dim)
+        if self.periodic[axis]:
+            raise ValueError(f"face {face} is on a periodic axis: it cannot be an open boundary")
+        if self.shape[axis] < 3:
+            raise ValueError(f"face {face}: an open boundary needs at least 3 nodes along "
+                             f"{'xyz'[axis]}, the domain has {self.shape[axis]}")
+        bc_id = self.boundary()
+        self._faces.pop(face, None)  # no longer a wall face
+        self._open.pop(face, None)
+        self._open[face] = OpenFace(kind, bc_id, velocity, rho)
+        return bc_id
+
+    def inlet(self, face: str, velocity: Sequence[float] | Callable,
+              kind: str = "zou-he") -> int:
+        """Velocity inlet on ``face``: a constant velocity or a function ``u(x, y[, z])`` of
+        global node coordinates returning the components (a parabolic profile). ``kind`` is
+        'zou-he' (non-equilibrium bounce-back) or 'equilibrium'. Returns the boundary id."""
+        _check_value(velocity, "velocity", self.dim)
+        return self._add_open(face, _open_kind("inlet", kind), velocity=velocity)
+
+    def outlet(self, face: str, rho: float | Callable = 1.0, kind: str = "zou-he") -> int:
+        """Pressure outlet on ``face``: density ρ (p = ρ/3), a number or a function of global
+        coordinates; the tangential velocity is zero. ``kind`` as for :meth:`inlet`."""
+        _check_value(rho, "rho", None)
+        return self._add_open(face, _open_kind("outlet", kind), rho=rho)
+
+    def outflow(self, face: str) -> int:
+        """Zero-gradient outflow on ``face`` (missing populations copied from the inner
+        neighbour after streaming)."""
+        return self._add_open(face, NodeKind.OUTFLOW)
+
+    def free_slip(self, face: str) -> int:
+        """Free-slip (specular reflection) wall half a spacing beyond ``face``."""
+        if isinstance(face, Shape):
+            raise NotImplementedError("free_slip takes a face ('-x', ...); free-slip on shapes "
+                                      "(curved walls) is not implemented")
+        return self._add_open(face, NodeKind.FREE_SLIP)
+
+    @property
+    def open_faces(self) -> dict[str, OpenFace]:
+        return dict(self._open)
 
     def face(self, face: str, thickness: int = 1) -> Shape:
         """The layer of stored nodes ``thickness`` deep on one face, as a shape."""
@@ -221,13 +352,27 @@ class Geometry:
             links |= halo_solid[window].astype(np.uint64) << np.uint64(i - 1)
         links = np.where(solid, np.uint64(0), links)
         kind = np.where(solid, int(NodeKind.WALL), int(NodeKind.FLUID))
+        node_bc = halo_bc[inner].copy()
+        open_table = np.full((len(self._rows), 2), -1, dtype=np.int32)
+        values = []
+        coords = self._coords(lower, shape)
+        for face, spec in self._open.items():  # later faces own the nodes they share
+            axis, side = _face_axis(face, self.dim)
+            layer = 0 if side < 0 else self.shape[axis] - 1
+            on_face = np.broadcast_to(coords[axis] == layer, solid.shape) & ~solid
+            kind = np.where(on_face, int(spec.kind), kind)
+            node_bc = np.where(on_face, spec.bc_id, node_bc).astype(np.uint8)
+            plane = list(coords)
+            plane[axis] = np.full((1,) * self.dim, float(layer))
+            open_table[spec.bc_id] = (FACES.index(face), sum(len(v) for v in values))
+            values.append(spec.values(tuple(plane), self.dim))
         if not (~halo_solid[inner]).any() and lower == (0,) * self.dim and shape == self.shape:
             raise ValueError("the geometry has no fluid node: every node is inside a wall; "
                              "check the wall shapes and the domain size")
         table = np.array([[*row.velocity, row.rho] for row in self._rows], dtype=np.float64)
         return NodeTags(
             layout=layout,
-            tags=layout.encode(kind, halo_bc[inner], links),
+            tags=layout.encode(kind, node_bc, links),
             halo_bc_id=halo_bc,
             halo_solid=halo_solid,
             bc_table=table,
@@ -235,7 +380,16 @@ class Geometry:
             lower=lower,
             global_shape=self.shape,
             face_bc_ids=dict(self._faces),
+            open_table=open_table,
+            open_values=np.concatenate(values) if values else np.zeros((0, 4)),
         )
+
+
+def _open_kind(role: str, kind: str) -> NodeKind:
+    try:
+        return OPEN_KIND_NAMES[(role, kind)]
+    except KeyError:
+        raise ValueError(f"unknown {role} kind {kind!r}; valid: 'zou-he', 'equilibrium'") from None
 
 
 def cavity(shape: Sequence[int], lid_velocity: Sequence[float], lid_face: str = "+y") -> Geometry:

@@ -28,19 +28,43 @@ MAX_BC_ID = (1 << BC_ID_BITS) - 1
 
 
 class NodeKind(enum.IntEnum):
-    """What a node is. Values are pinned (tests/test_tags.py)."""
+    """What a node is. Values are pinned (tests/test_tags.py).
+
+    Kinds 3..8 are open-boundary nodes: stored fluid nodes in the first layer of a face whose
+    boundary row names the face (``NodeTags.open_table``). Their link bits mark the populations
+    whose upstream node lies beyond the domain; the boundary rule rebuilds those after streaming
+    (see ``modules/compute/lbm/boundaries.py``), then the node collides like any fluid node.
+    """
 
     FLUID = 1
     """Ordinary fluid node: stream and collide."""
     WALL = 2
     """Solid, no-slip; with a non-zero velocity in its boundary row it is a moving wall."""
+    VELOCITY = 3
+    """Velocity inlet, non-equilibrium bounce-back (Zou & He 1997; Hecht & Harting 2010)."""
+    PRESSURE = 4
+    """Pressure (density) outlet, non-equilibrium bounce-back."""
+    EQUILIBRIUM_VELOCITY = 5
+    """Every population set to f_eq(ρ, u_b), ρ from the Zou-He mass balance."""
+    EQUILIBRIUM_PRESSURE = 6
+    """Every population set to f_eq(ρ_b, u_n n), u_n from the Zou-He mass balance."""
+    OUTFLOW = 7
+    """Zero gradient: missing populations copied from the inner neighbour after streaming."""
+    FREE_SLIP = 8
+    """Specular reflection at the halfway wall beyond the face."""
 
     @property
     def is_solid(self) -> bool:
         return self is NodeKind.WALL
 
+    @property
+    def is_open(self) -> bool:
+        """An open-boundary (or free-slip) node: fluid-like, rebuilt after streaming."""
+        return int(self) >= 3
+
 
 SOLID_KINDS = tuple(k for k in NodeKind if k.is_solid)
+OPEN_KINDS = tuple(k for k in NodeKind if k.is_open)
 
 
 @attrs.frozen
@@ -116,7 +140,9 @@ class TagLayout:
                 f"  bits  {BC_ID_SHIFT}..{LINK_SHIFT - 1:<3}  boundary id (row of the boundary "
                 f"table: wall velocity, density), 0..{MAX_BC_ID}",
                 f"  bits {LINK_SHIFT}..{top:<3}  link mask: bit {LINK_SHIFT}+i-1 set when the "
-                "upstream node x - c_i is solid"]
+                "upstream node x - c_i is solid or lies beyond a non-periodic face",
+                "      (open-boundary kinds: the face is in the boundary row; the link bits "
+                "mark the missing populations, rebuilt by the boundary rule)"]
         for i in range(1, lat.q):
             c = tuple(int(v) for v in lat.c[i])  # plain ints: NumPy 2 reprs show np.int64(...)
             rows.append(f"      bit {self.link_bit(i):2d}: direction {i:2d}, c = {c}")

@@ -34,3 +34,51 @@ def random_state(lattice: Lattice, shape, dtype, seed: int = 0) -> np.ndarray:
     f = np.array(lattice.equilibrium(rho, u))
     f *= 1.0 + 0.05 * rng.standard_normal(f.shape)
     return f.astype(dtype)
+
+
+OPEN_SETUPS = ("zou-he", "equilibrium", "neighbour")
+"""Open-boundary set-ups: Zou-He inlet/outlet; equilibrium inlet/outlet; outflow and
+free-slip (pull and push only: the AA scheme refuses them)."""
+
+
+def open_geometry(lattice: Lattice, setup: str) -> Geometry:
+    """A channel along x with open faces, a solid sphere, and walls (a moving lid) elsewhere.
+
+    The inlet is parabolic in y (a function of global coordinates); open faces meet walls at
+    edges, and in 'neighbour' an inlet meets a free-slip face (declared last, it owns the
+    shared nodes)."""
+    u0 = 0.04
+    if lattice.d == 2:
+        geo = Geometry((37, 20))
+        n = 20
+
+        def profile(x, y):
+            s = (y + 0.5) / n
+            return (4 * u0 * s * (1 - s), 0.002 * np.sin(3.0 * s))
+        geo.wall(Sphere((12.3, 9.7), 3.2), velocity=(0.0, 0.01))
+        lid, slip = ("+y", (0.03, 0.0)), ("-y", "+y")
+    else:
+        geo = Geometry((37, 12, 10))
+        n = 12
+
+        def profile(x, y, z):
+            s = (y + 0.5) / n
+            return (4 * u0 * s * (1 - s) * (1 + 0.1 * np.cos(z)), 0.0 * y, 0.001 * z)
+        geo.wall(Sphere((12.3, 5.7, 4.2), 2.6), velocity=(0.0, 0.01, -0.005))
+        lid, slip = ("+z", (0.03, 0.01, 0.0)), ("-y", "+z")
+    if setup == "zou-he":
+        geo.edge(*lid[:1], velocity=lid[1])
+        geo.inlet("-x", velocity=profile)
+        geo.outlet("+x", rho=lambda *c: 1.0 + 0.001 * np.cos(c[1]))
+    elif setup == "equilibrium":
+        geo.edge(*lid[:1], velocity=lid[1])
+        geo.inlet("-x", velocity=(u0, 0.0, 0.0)[: lattice.d], kind="equilibrium")
+        geo.outlet("+x", rho=0.999, kind="equilibrium")
+    elif setup == "neighbour":
+        geo.inlet("-x", velocity=profile)
+        geo.outflow("+x")
+        for face in slip:
+            geo.free_slip(face)
+    else:
+        raise ValueError(f"unknown open setup {setup!r}; valid: {OPEN_SETUPS}")
+    return geo

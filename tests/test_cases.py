@@ -24,11 +24,17 @@ TINY = {
     "poiseuille": [dict(n=6), dict(n=6, collision="trt", tau=0.6, length=2)],
     "taylor_green": [dict(n=8), dict(n=8, collision="bgk", reynolds=10),
                      dict(n=8, collision="trt", nu=0.05)],
+    "pressure_poiseuille": [dict(n=6), dict(n=5, dim=3)],
+    "cylinder": [dict(n=10)],
+    "sphere": [dict(d=4, reynolds=5.0)],
+    "stl_object": [dict(size=4, reynolds=5.0)],
 }
 TINY_ARGV = {
     "lid_driven_cavity": ["--set", "n=8", "--steps", "5", "--quiet"],
     "poiseuille": ["--set", "n=6", "--steps", "5", "--quiet"],
     "taylor_green": ["--set", "n=8", "--steps", "5", "--quiet"],
+    "pressure_poiseuille": ["--set", "n=6", "--steps", "5", "--quiet"],
+    "cylinder": ["--set", "n=10", "--steps", "5", "--quiet"],
 }
 
 

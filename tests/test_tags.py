@@ -25,8 +25,12 @@ ids = [lat.name for lat in LATTICES]
 
 def test_node_kind_values_are_pinned():
     # Saved geometries and checkpoints store these numbers: they never change.
-    assert {k.name: int(k) for k in NodeKind} == {"FLUID": 1, "WALL": 2}
+    assert {k.name: int(k) for k in NodeKind} == {
+        "FLUID": 1, "WALL": 2, "VELOCITY": 3, "PRESSURE": 4, "EQUILIBRIUM_VELOCITY": 5,
+        "EQUILIBRIUM_PRESSURE": 6, "OUTFLOW": 7, "FREE_SLIP": 8}
     assert NodeKind.WALL.is_solid and not NodeKind.FLUID.is_solid
+    assert [k for k in NodeKind if k.is_solid] == [NodeKind.WALL]
+    assert [k for k in NodeKind if k.is_open] == list(NodeKind)[2:]
     assert max(NodeKind) < 1 << KIND_BITS
 
 
@@ -96,7 +100,7 @@ def test_bc_id_out_of_range_is_refused():
 
 
 def test_decode_unknown_kind():
-    assert TagLayout(D2Q9).decode(7)["kind"] == "?7"
+    assert TagLayout(D2Q9).decode(13)["kind"] == "?13"
 
 
 @pytest.mark.parametrize("lat", LATTICES, ids=ids)

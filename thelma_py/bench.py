@@ -29,10 +29,12 @@ from thelma_py.backend import select_backend
 from thelma_py.geometry import domain
 from thelma_py.lattice import lattice_by_name
 
-CASES = ("periodic", "cavity", "shell", "probe")
+CASES = ("periodic", "cavity", "shell", "probe", "obstacles")
 """periodic: fully periodic box; cavity: closed box, walls beyond the faces, moving lid;
 shell: the same box with a one-node solid shell stored in the lattice and a moving lid layer;
-probe: periodic box with one solid node (runs the wall-aware kernel with one flagged tile)."""
+probe: periodic box with one solid node (runs the wall-aware kernel with one flagged tile);
+obstacles: channel along the last axis (z, or y in 2D) with a Zou-He velocity inlet, a pressure
+outlet, walls beyond the other faces and a sphere (disc) of diameter size/4."""
 
 
 @attrs.frozen
@@ -70,6 +72,18 @@ def geometry_for(case: str, size: int, dim: int) -> domain.Geometry:
     if case == "probe":
         geo = domain.periodic_box(shape)
         geo.wall(domain.Box([size // 2] * dim, [size // 2] * dim))
+        return geo
+    if case == "obstacles":
+        from thelma_py.geometry.shapes import Sphere
+
+        # flow along the last axis: its faces hold whole warps of boundary nodes (on an x
+        # face every warp would hold one, and run the boundary function for it)
+        geo = domain.Geometry(shape)
+        flow = [0.0] * dim
+        flow[-1] = 0.05
+        geo.inlet(f"-{top[1]}", velocity=flow)
+        geo.outlet(top, rho=1.0)
+        geo.body(Sphere([size / 2 - 0.5] * (dim - 1) + [size / 4], size / 8))
         return geo
     if case == "shell":
         geo = domain.Geometry(shape)

@@ -32,6 +32,7 @@ BUILTIN_MODULES = (
     "thelma_py.modules.results.convergence",
     "thelma_py.modules.results.timings",
     "thelma_py.modules.results.probes",
+    "thelma_py.modules.results.forces",
 )
 
 _registry: dict[str, dict[str, Callable]] = {kind: {} for kind in KINDS}

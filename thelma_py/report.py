@@ -4,7 +4,8 @@
 lid-driven cavity at Re = 100 against Ghia et al., the Poiseuille convergence order, the 2D
 Taylor-Green decay for BGK, TRT and MRT, the fp32-versus-fp64 error study of de Oliveira et al.
 (2019) and, on a GPU (or with ``--tgv3d``), the 3D Taylor-Green vortex at Re = 1600 against the
-spectral reference. It writes ``report.md`` (and PNG figures when matplotlib, the ``plot``
+spectral reference and (or with ``--only schaefer-turek``) the Schäfer-Turek 2D-1 cylinder at
+three resolutions. It writes ``report.md`` (and PNG figures when matplotlib, the ``plot``
 extra, is installed) and exits with 1 if a check fails.
 """
 
@@ -28,9 +29,9 @@ from thelma_py.modules.results.files import atomic_write_text, ensure_writable_d
 
 SIZES = {
     "small": {"cavity": (32, 0.1, 4000, 0.02), "poiseuille": (8, 16, 32), "tgv_n": 32,
-              "precision_n": 32, "tgv3d_n": 32},
+              "precision_n": 32, "tgv3d_n": 32, "schaefer_turek": (10, 20, 40)},
     "medium": {"cavity": (64, 0.05, 20000, 0.01), "poiseuille": (8, 16, 32, 64), "tgv_n": 64,
-               "precision_n": 64, "tgv3d_n": 64},
+               "precision_n": 64, "tgv3d_n": 64, "schaefer_turek": (10, 20, 40, 80)},
 }
 """Per size: cavity (n, lid speed, steps, tolerance), Poiseuille sizes, TGV sizes."""
 
@@ -129,6 +130,35 @@ def poiseuille_section(size: str, device: str) -> Section:
     return Section("Poiseuille flow: convergence order", "poiseuille", text,
                    [Check("Poiseuille BGK: fitted order", order, "in [-2.2, -1.8]",
                           -2.2 <= order <= -1.8)], plot)
+
+
+def schaefer_turek_section(size: str, device: str) -> Section:
+    """Benchmark 2D-1 at several resolutions (a GPU takes seconds; a CPU about an hour)."""
+    rows = [v.run_schaefer_turek(n, device=device) for n in SIZES[size]["schaefer_turek"]]
+    ref = v.SCHAEFER_TUREK
+    table = "\n".join(f"| {r['n']} | {r['steps']} | {r['c_D']:.4f} | {r['c_L']:.5f} | "
+                      f"{r['dp']:.4f} |" for r in rows)
+    text = ("D2Q9 TRT, parabolic Zou-He inflow (u_max = 0.1), Zou-He pressure outlet, staircase "
+            "cylinder with halfway bounce-back, run until c_D changes by less than 1e-6. "
+            f"Published: c_D {ref['c_D']}, c_L {ref['c_L']}, Δp {ref['dp']}.\n\n"
+            f"| n per D | steps | c_D | c_L | Δp |\n|---|---|---|---|---|\n{table}")
+    finest = rows[-1]
+
+    def off(key):
+        lo, hi = ref[key]
+        return abs(finest[key] / ((lo + hi) / 2) - 1)
+
+    decreasing = all(a["c_D"] > b["c_D"] for a, b in zip(rows, rows[1:], strict=False))
+    checks = [Check(f"Schäfer-Turek 2D-1 n={finest['n']}: c_D relative error", off("c_D"),
+                    "< 0.05", off("c_D") < 0.05),
+              Check(f"Schäfer-Turek 2D-1 n={finest['n']}: c_L relative error", off("c_L"),
+                    "< 0.10", off("c_L") < 0.10),
+              Check(f"Schäfer-Turek 2D-1 n={finest['n']}: Δp relative error", off("dp"),
+                    "< 0.03", off("dp") < 0.03),
+              Check("Schäfer-Turek 2D-1: c_D falls with resolution", float(decreasing),
+                    "= 1", decreasing)]
+    return Section("Flow around a cylinder, Schäfer & Turek (1996) 2D-1, Re = 20",
+                   "schaefer_turek", text, checks)
 
 
 def taylor_green_section(size: str, device: str) -> Section:
@@ -284,7 +314,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tgv3d", action="store_true",
                         help="also run the 3D Taylor-Green vortex on a CPU (slow)")
     parser.add_argument("--only", nargs="+", metavar="SECTION",
-                        choices=("cavity", "poiseuille", "taylor_green", "precision", "tgv3d"),
+                        choices=("cavity", "poiseuille", "taylor_green", "precision", "tgv3d",
+                                 "schaefer-turek"),
                         help="run only these sections")
 
 
@@ -292,13 +323,15 @@ def run(args: argparse.Namespace) -> int:
     ensure_writable_dir(args.out, who="thelma validate")
     backend = select_backend(args.device)
     device = backend.name
-    wanted = set(args.only or ("cavity", "poiseuille", "taylor_green", "precision", "tgv3d"))
+    default = ("cavity", "poiseuille", "taylor_green", "precision", "tgv3d")
+    wanted = set(args.only or default + (("schaefer-turek",) if backend.is_gpu else ()))
     makers = {
         "cavity": lambda: cavity_section(args.size, device),
         "poiseuille": lambda: poiseuille_section(args.size, device),
         "taylor_green": lambda: taylor_green_section(args.size, device),
         "precision": lambda: precision_section(args.size, device),
         "tgv3d": lambda: tgv3d_section(args.size, device, backend.is_gpu or args.tgv3d),
+        "schaefer-turek": lambda: schaefer_turek_section(args.size, device),
     }
     sections = []
     for name, make in makers.items():

@@ -301,3 +301,181 @@ def compare_dissipation(times, rates, reference: Path = REFERENCE) -> dict[str, 
             if inside.any() else math.nan,
             "peak_time": float(times[np.argmax(rates)]) if len(rates) else math.nan,
             "reference_peak_time": float(ref["t"][np.argmax(ref["minus_dEk_dt"])])}
+
+
+# -- pressure-driven Poiseuille flow (Zou-He inlet and outlet) ----------------------------------
+def pressure_poiseuille(*, device: str = "auto", precision: str = "float64", n: int = 16,
+                        length: int | None = None, tau: float = 0.8, u_max: float = 0.02,
+                        collision: str = "trt", dim: int = 2) -> tp.Solver:
+    """Channel (dim 2: n rows between walls beyond ±y) or square duct (dim 3: n x n, walls
+    beyond ±y and ±z) of ``length`` nodes (default 4n) along x, driven by Zou-He pressure
+    boundaries on −x and +x. The density drop is set from the analytic solution so that the
+    centre-line velocity is ``u_max``; starts at rest with a linear density."""
+    length = length or 4 * n
+    nu = viscosity_from_tau(tau)
+    gradient = pressure_gradient(n, u_max, nu, dim)  # dp/dx (negative), lattice units
+    drop_rho = -3.0 * gradient * (length - 1)  # inlet and outlet nodes are length - 1 apart
+    shape = (length, n) if dim == 2 else (length, n, n)
+    geometry = tp.geometry.Geometry(shape)
+    geometry.outlet("-x", rho=1.0 + 0.5 * drop_rho)
+    geometry.outlet("+x", rho=1.0 - 0.5 * drop_rho)
+    compute = tp.plugin("compute", "lbm", nu=nu, collision=collision)
+    rho0 = tp.plugin("init", "equilibrium", rho=lambda x, *rest: 1.0 + drop_rho * (
+        0.5 - x / (length - 1)) + 0 * rest[0])
+    return tp.compose("D2Q9" if dim == 2 else "D3Q19", geometry, compute, init=rho0,
+                      device=device, precision=precision)
+
+
+def duct_series(y: np.ndarray, z: np.ndarray, side: float, terms: int = 50) -> np.ndarray:
+    """Laminar flow in a square duct of side a (0 < y, z < a) for −dp/dx / (ρν) = 1:
+    u = (4 a² / π³) Σ_{k odd} (1/k³) [1 − cosh(kπ(z − a/2)/a) / cosh(kπ/2)] sin(kπ y / a)
+    ×... written as the standard single series (White, Viscous Fluid Flow, eq. 3-48)."""
+    a = side
+    u = np.zeros(np.broadcast_shapes(np.shape(y), np.shape(z)))
+    for k in range(1, 2 * terms, 2):
+        u += (1.0 / k**3) * (1.0 - np.cosh(k * np.pi * (z - a / 2) / a) / np.cosh(k * np.pi / 2)) \
+            * np.sin(k * np.pi * y / a)
+    return 4.0 * a**2 / np.pi**3 * u
+
+
+def pressure_gradient(n: int, u_max: float, nu: float, dim: int) -> float:
+    """dp/dx giving centre-line velocity ``u_max`` in a channel (dim 2) or square duct (dim 3)
+    of width n (walls half a spacing beyond the outer nodes), lattice units, ρ = 1."""
+    if dim == 2:
+        return -8.0 * nu * u_max / n**2
+    return -nu * u_max / float(duct_series(np.array(n / 2), np.array(n / 2), n))
+
+
+def pressure_poiseuille_error(solver: tp.Solver, u_max: float) -> float:
+    """Relative L2 error of u_x against the analytic channel / duct solution on the middle
+    cross-section, with the exact solution scaled by the measured pressure gradient there."""
+    u = solver.velocity()[0]
+    rho = solver.density()
+    nu = solver.compute.nu
+    if u.ndim == 2:
+        ny, nx = u.shape
+        mid = nx // 2
+        gradient = (rho[:, mid + 1] - rho[:, mid - 1]).mean() / 6.0
+        y = np.arange(ny) + 0.5
+        exact = -gradient / (2 * nu) * y * (ny - y)
+        got = u[:, mid]
+    else:
+        nz, ny, nx = u.shape
+        mid = nx // 2
+        gradient = (rho[:, :, mid + 1] - rho[:, :, mid - 1]).mean() / 6.0
+        y = (np.arange(ny) + 0.5)[None, :]
+        z = (np.arange(nz) + 0.5)[:, None]
+        exact = -gradient / nu * duct_series(y, z, ny)
+        got = u[:, :, mid]
+    return float(np.linalg.norm(got - exact) / np.linalg.norm(exact))
+
+
+# -- Schäfer & Turek (1996) flow around a cylinder ---------------------------------------------
+SCHAEFER_TUREK = {"c_D": (5.57, 5.59), "c_L": (0.0104, 0.0110), "dp": (0.1172, 0.1176)}
+"""Published intervals of benchmark 2D-1 (Re = 20, steady)."""
+
+
+def schaefer_turek(*, device: str = "auto", precision: str = "float64", n: int = 10,
+                   reynolds: float = 20.0, u_max: float = 0.1, collision: str = "trt",
+                   radius_offset: float = 0.0, results=()) -> tp.Solver:
+    """Channel H = 0.41 x L = 2.2 with a cylinder of diameter D = 0.1 centred at (0.2, 0.2);
+    ``n`` nodes per diameter (dx = D / n). Parabolic Zou-He inflow of centre speed ``u_max``
+    (lattice units), Zou-He pressure outlet ρ = 1, walls half a spacing beyond ±y. Re = U D / ν
+    with the mean inflow speed U = 2 u_max / 3 (Re 20: test 2D-1; Re 100: test 2D-2).
+
+    The inlet nodes lie on x = 0 (wet nodes) and the rows at y = (j + 1/2) dx, so the domain is
+    (22 n + 1) x 4.1 n nodes; the cylinder (boundary id :data:`CYLINDER_ID`) is the set of
+    nodes within n/2 + ``radius_offset`` of its centre."""
+    ny = round(4.1 * n)
+    if abs(ny - 4.1 * n) > 1e-9:
+        raise ValueError(f"n = {n}: H = 4.1 n must be a whole number of nodes (n = 10, 20, ...)")
+    nx = 22 * n + 1
+    u_mean = 2.0 * u_max / 3.0
+    nu = u_mean * n / reynolds
+    tp.units.check_tau(tp.units.tau_from_viscosity(nu))
+    geometry = tp.geometry.Geometry((nx, ny))
+
+    def inflow(x, y):
+        s = (y + 0.5) / ny
+        return (4.0 * u_max * s * (1.0 - s), 0.0 * y)
+
+    geometry.inlet("-x", velocity=inflow)
+    geometry.outlet("+x", rho=1.0)
+    body = geometry.body(tp.geometry.Cylinder((2.0 * n, 2.0 * n - 0.5),
+                                                 n / 2.0 + radius_offset))
+    compute = tp.plugin("compute", "lbm", nu=nu, collision=collision)
+    assert body == CYLINDER_ID
+    return tp.compose("D2Q9", geometry, compute, results=list(results), device=device,
+                      precision=precision)
+
+
+CYLINDER_ID = 3
+"""Boundary id of the cylinder in :func:`schaefer_turek` (after the inlet and outlet rows)."""
+
+
+def schaefer_turek_measures(solver: tp.Solver, u_max: float = 0.1) -> dict[str, float]:
+    """c_D, c_L (from the momentum-exchange force) and Δp = p(front) − p(back) in the
+    benchmark's units (ρ = 1, U = 0.2 m/s: p scaled by (0.2 / U_lattice)²). ``u_max`` is the
+    lattice inflow centre speed the solver was built with."""
+    from thelma_py.modules.compute.lbm.forces import forces
+
+    n = (solver.geometry.shape[0] - 1) // 22
+    u_mean = 2.0 * u_max / 3.0
+    force = forces(solver.engine, [CYLINDER_ID])[CYLINDER_ID]
+    scale = 0.5 * u_mean**2 * n
+    rho = solver.density()
+    rows = rho[2 * n - 1: 2 * n + 1].mean(axis=0)  # y = 2n - 1/2: between two node rows
+    front, back = int(round(1.5 * n)), int(round(2.5 * n))
+    solid = solver.tags.solid[2 * n - 1: 2 * n + 1].any(axis=0)
+
+    def wall_value(x0, step):  # linear extrapolation from the two nearest fluid nodes
+        x = x0
+        while solid[x]:
+            x -= step
+        return rows[x] + (rows[x] - rows[x - step]) * (x - x0) / step * -1.0
+
+    dp_lattice = (wall_value(front, 1) - wall_value(back, -1)) / 3.0
+    return {"c_D": float(force[0] / scale), "c_L": float(force[1] / scale),
+            "dp": float(dp_lattice * (0.2 / u_mean) ** 2)}
+
+
+def run_schaefer_turek(n: int, *, device: str = "auto", steps: int | None = None,
+                       tolerance: float = 1e-6, every: int | None = None, **params) -> dict:
+    """Run 2D-1 at ``n`` nodes per diameter until c_D changes by less than ``tolerance``
+    (relative) between checks, or ``steps``; returns the measures, steps and nodes."""
+    solver = schaefer_turek(device=device, n=n, **params)
+    u_max = params.get("u_max", 0.1)
+    every = every or 50 * n
+    steps = steps or 2000 * n
+    previous = math.inf
+    measures = {}
+    while solver.time_step < steps:
+        solver.run(every)
+        measures = schaefer_turek_measures(solver, u_max)
+        if abs(measures["c_D"] - previous) < tolerance * abs(measures["c_D"]):
+            break
+        previous = measures["c_D"]
+    return {"n": n, "steps": solver.time_step, "nodes": solver.node_count, **measures}
+
+
+def schaefer_turek_2d2(n: int = 20, *, device: str = "auto", steps: int | None = None,
+                       **params) -> dict:
+    """Test 2D-2 (Re = 100, unsteady): Strouhal number St = D f / U from the lift oscillation,
+    and max c_D, max c_L over the last part of the run (published: St 0.295-0.305,
+    c_D max 3.22-3.24, c_L max 0.99-1.01)."""
+    solver = schaefer_turek(device=device, n=n, reynolds=100.0, **params)
+    steps = steps or 4000 * n
+    sample = max(1, n // 4)
+    history = []
+    while solver.time_step < steps:
+        solver.run(sample)
+        m = schaefer_turek_measures(solver, params.get("u_max", 0.1))
+        history.append((solver.time_step, m["c_D"], m["c_L"]))
+    t, cd, cl = (np.array(v) for v in zip(*history, strict=True))
+    late = t > t[-1] / 2
+    sign = np.signbit(cl[late]).astype(int)
+    ups = t[late][1:][np.diff(sign) == -1]
+    period = float(np.diff(ups).mean()) if len(ups) > 2 else math.nan
+    u_mean = 2.0 * params.get("u_max", 0.1) / 3.0
+    return {"n": n, "steps": int(t[-1]), "St": n / (period * u_mean) if period else math.nan,
+            "c_D_max": float(cd[late].max()), "c_L_max": float(cl[late].max())}

@@ -25,6 +25,7 @@ from thelma_py.modules.compute.lbm.collision import (
     trt_omega_minus,
 )
 from thelma_py.modules.compute.lbm.layouts import WallLinks
+from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
 from thelma_py.registry import register
 from thelma_py.units import RelaxationTime
 
@@ -97,8 +98,10 @@ class Lbm(RelaxationTime):
         s = lattice.mrt.rates(float("nan"), **self.mrt_rates)
         return Relaxation(lattice, "mrt", tuple(float(v) for v in s))
 
-    def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True) -> str:
-        """The generated CUDA source of this configuration (what ``thelma kernels`` prints)."""
+    def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,
+                      boundaries: tuple = ()) -> str:
+        """The generated CUDA source of this configuration (what ``thelma kernels`` prints);
+        ``boundaries`` lists the (node kind, face) pairs of open boundaries to handle."""
         from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
 
         self.check(lattice)
@@ -108,7 +111,7 @@ class Lbm(RelaxationTime):
             real="float" if np.dtype(dtype) == np.float32 else "double", scheme=self.streaming,
             force=self.force, moving_walls=moving_walls, block=options["block"],
             min_blocks=options["min_blocks"],
-            streaming_stores=bool(options["streaming_stores"])))
+            streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries))
 
     def check(self, lattice: Lattice) -> None:
         if self.force is not None and len(self.force) != lattice.d:
@@ -118,6 +121,11 @@ class Lbm(RelaxationTime):
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
+        neighbour = [k for k, _ in tags.open_kinds if k in ("OUTFLOW", "FREE_SLIP")]
+        if self.streaming == "aa" and neighbour:
+            raise ValueError(f"{neighbour[0].lower().replace('_', '-')} boundaries read a "
+                             "neighbour's streamed populations, which the in-place AA scheme "
+                             "overwrites in the same step; use streaming='pull' or 'push'")
         if backend.is_gpu:
             from thelma_py.modules.compute.lbm.cuda import CudaLbm
 
@@ -129,8 +137,9 @@ class NumpyLbm(ComputeEngine):
     """Vectorised NumPy LBM, the reference for every GPU variant.
 
     State: post-collision populations ``f`` of shape (Q, *S) where S = (Nz, Ny, Nx), x fastest.
-    One step pulls f_i(x) from x − c_i (periodic wrap; links into walls bounce back), then
-    collides. Solid nodes keep their values.
+    One step pulls f_i(x) from x − c_i (periodic wrap; links into walls bounce back), rebuilds
+    the missing populations of open-boundary nodes (:mod:`.open_nodes`), then collides. Solid
+    nodes keep their values.
     """
 
     def __init__(self, params: Lbm, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -138,6 +147,7 @@ class NumpyLbm(ComputeEngine):
             params, lattice, tags, backend, dtype)
         self.relax = params.relaxation(lattice)
         self.walls = WallLinks(lattice, tags, dtype)
+        self.open = OpenNodes(lattice, tags, dtype)
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape
         self.f = np.zeros((lattice.q, *self.shape), dtype=dtype)
@@ -187,6 +197,8 @@ class NumpyLbm(ComputeEngine):
         q = self.lattice.q
         for _ in range(n):
             new = self.stream(self.f, out=self._spare)
+            if self.open:
+                self.open.apply(new)
             flat = new.reshape(q, -1)
             for block in self._blocks:
                 post, _, _ = collide(self.relax, list(flat[:, block]), identity_let, self.omega,

@@ -43,7 +43,8 @@ class CudaLbm(ComputeEngine):
             params, lattice, tags, backend, np.dtype(dtype))
         self.scheme = params.streaming
         self.source = params.kernel_source(
-            lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)))
+            lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
+            boundaries=tags.open_kinds)
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
         check_memory(backend, self.nodes, self.memory_bytes_per_node,
@@ -62,6 +63,9 @@ class CudaLbm(ComputeEngine):
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.edge_bc = xp.asarray(edge_table(tags))
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
+        self.open_table = xp.asarray(np.ascontiguousarray(tags.open_table, dtype=np.int32))
+        values = tags.open_values if len(tags.open_values) else np.zeros((1, 4))
+        self.open_values = xp.asarray(values.astype(self.dtype).reshape(-1))
         buffers = 1 if self.scheme == "aa" else 2
         q = lattice.q
         self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(buffers)]
@@ -81,6 +85,8 @@ class CudaLbm(ComputeEngine):
 
     @property
     def memory_bytes_per_node(self) -> int:
+        """Per node: populations, ρ, u and the tag (the open-boundary values, one row of 4
+        reals per node of each open face plane, are not counted: a plane, not a volume)."""
         buffers = 1 if self.params.streaming == "aa" else 2
         return ((buffers * self.lattice.q + 1 + self.lattice.d) * self.dtype.itemsize
                 + self.tags.tags.itemsize)
@@ -180,7 +186,8 @@ class CudaLbm(ComputeEngine):
             arrays = (self.buffers[self.current], self.buffers[1 - self.current])
         args = (*arrays, self.tag_words, self.tile_flags, self.bc, self.edge_bc,
                 np.int32(self.periodic), self.omega, self.omega_minus, np.int32(self.nx),
-                np.int32(self.ny), np.int32(self.nz), self.rho, self.u)
+                np.int32(self.ny), np.int32(self.nz), self.rho, self.u, self.open_table,
+                self.open_values)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
         if self.scheme == "aa":
             self.phase = "post-odd" if parity == "odd" else "post-even"

@@ -23,8 +23,9 @@ import attrs
 import numpy as np
 
 from thelma_py.codegen.expr import Emitter, Expr
-from thelma_py.geometry.tags import LINK_SHIFT, TagLayout
+from thelma_py.geometry.tags import LINK_SHIFT, OPEN_KINDS, TagLayout
 from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 
 SCHEMES = ("pull", "push", "aa")
@@ -49,6 +50,21 @@ class KernelConfig:
     """Minimum resident blocks per SM asked of the compiler (0: let it choose registers)."""
     streaming_stores: bool = False
     """Store populations with the evict-first hint (__stcs)."""
+    boundaries: tuple = attrs.field(default=(), converter=lambda v: tuple(sorted(
+        (str(k), str(f)) for k, f in v)))
+    """(node kind name, face) pairs of the open boundaries present; () for none."""
+
+    @boundaries.validator
+    def _check_boundaries(self, _, value):
+        names = {k.name for k in OPEN_KINDS}
+        for kind, face in value:
+            if kind not in names or face not in boundaries.FACE_NAMES[: 2 * self.lattice.d]:
+                raise ValueError(f"unknown open boundary ({kind!r}, {face!r})")
+            if self.scheme == "aa" and boundaries.is_neighbour_kind(kind):
+                raise ValueError(
+                    f"{kind.lower().replace('_', '-')} boundaries read a neighbour's streamed "
+                    "populations, which the in-place AA scheme overwrites in the same step; "
+                    "use streaming='pull' or 'push'")
 
     @property
     def name(self) -> str:
@@ -104,8 +120,10 @@ def _prologue() -> str:
     (void)xm; (void)xp; (void)ym; (void)yp; (void)zm; (void)zp;"""
 
 
-def _wall_term(cfg: KernelConfig, i: int) -> tuple[str, str]:
-    """(setup statement, C expression) of Ladd's term for population i bounced back at x.
+def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", "z")
+               ) -> tuple[str, str]:
+    """(setup statement, C expression) of Ladd's term for population i bounced back at the node
+    with coordinates ``at``.
 
     The wall is the upstream node x − c_i of the link. Its boundary row comes from its tag when
     it is stored, or from the edge table when it lies beyond a non-periodic face.
@@ -114,7 +132,8 @@ def _wall_term(cfg: KernelConfig, i: int) -> tuple[str, str]:
     row = f"bc[4 * id{i} + {{}}]"
     velocity = [Expr(row.format(a), atom=True) for a in range(cfg.lattice.d)]
     term = wall_momentum(cfg.lattice, i, velocity, Expr(row.format(3), atom=True))
-    setup = (f"const int id{i} = wall_id(x - ({cx}), y - ({cy}), z - ({cz}), nx, ny, nz, "
+    X, Y, Z = at
+    setup = (f"const int id{i} = wall_id({X} - ({cx}), {Y} - ({cy}), {Z} - ({cz}), nx, ny, nz, "
              "periodic, tags, edge_bc);")
     return setup, str(term)
 
@@ -148,7 +167,8 @@ def _signature(cfg: KernelConfig, name: str) -> str:
             "    const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,\n"
             "    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,\n"
             "    real_t omega, real_t omega_minus, int nx, int ny, int nz,\n"
-            "    real_t* __restrict__ rho_out, real_t* __restrict__ u_out)")
+            "    real_t* __restrict__ rho_out, real_t* __restrict__ u_out,\n"
+            "    const int* __restrict__ open_table, const real_t* __restrict__ open_values)")
 
 
 def _reads(cfg: KernelConfig, parity: str) -> tuple[list[str], list[str]]:
@@ -238,8 +258,12 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
     lines = ["const unsigned char tile = "
              "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)];"]
     lines += loads
-    lines += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
-              "if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
+    lines += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;"]
+    if cfg.boundaries:  # open-boundary kinds stream and collide; only walls stop here
+        lines += ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"] + fixups
+        lines += _open_call(cfg)
+    else:
+        lines += ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
     code = "\n".join(pad + line.replace("\n", "\n" + pad) for line in lines)
     code += "\n" + body
     if store:
@@ -257,10 +281,112 @@ def kernel_names(scheme: str) -> dict[tuple[str, bool], str]:
     return {("", s): f"lbm_step{'_macro' if s else ''}" for s in (False, True)}
 
 
+def _open_call(cfg: KernelConfig) -> list[str]:
+    """Kernel lines that hand a non-fluid (open-boundary) node to ``open_boundary``: the
+    populations pass through a local array, so the bulk path keeps its registers."""
+    q = cfg.lattice.q
+    buffer = "f" if cfg.scheme == "aa" else "src"
+    values = ", ".join(f"f{i}" for i in range(q))
+    back = " ".join(f"f{i} = fb[{i}];" for i in range(q))
+    return ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) {",
+            f"    real_t fb[{q}] = {{{values}}};",
+            f"    open_boundary(fb, tag, x, y, z, nx, ny, nz, periodic, {buffer}, tags, bc, "
+            "edge_bc, open_table, open_values);",
+            f"    {back}",
+            "}"]
+
+
+def _plane_index(face: int) -> str:
+    """C expression of the node's index in its face plane (see open_nodes.plane_index)."""
+    return ("y + ny * z", "x + nx * z", "x + nx * y")[face // 2]
+
+
+def _streamed(cfg: KernelConfig, k: int, target: str) -> str:
+    """C statement: ``target`` = the streamed (pre-collision, wall fix-up included) population
+    k at the node m = (X, Y, Z) with tag tm, as a thread of that node would read it."""
+    lat = cfg.lattice
+    if cfg.scheme == "push":
+        return f"{target} = src[{k} * N + m];"
+    cx, cy, cz = _c3(lat, k)
+    upstream = (f"((X - ({cx}) + nx) % nx) + nx * (((Y - ({cy}) + ny) % ny) + ny * "
+                f"((Z - ({cz}) + nz) % nz))")
+    bounce = f"src[{lat.opposite[k]} * N + m]"
+    setup, term = _wall_term(cfg, k, ("X", "Y", "Z")) if cfg.moving_walls else ("", "")
+    bounced = f"{setup} {target} = {bounce} + {term};" if term else f"{target} = {bounce};"
+    return (f"if ((tm >> {LINK_SHIFT + k - 1}) & 1) {{ {bounced.strip()} }} "
+            f"else {target} = src[{k} * N + {upstream}];")
+
+
+def _neighbour_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
+    lat = cfg.lattice
+    normal = boundaries.face_normal(lat, face)
+    lines = []
+    for i, (k, offset) in boundaries.sources(lat, kind, normal).items():
+        d = list(offset) + [0] * (3 - lat.d)
+        checks, coords = [], []
+        for a, (axis, n, step) in enumerate(zip("xyz", ("nx", "ny", "nz"), d, strict=True)):
+            if step == 0:
+                coords.append(axis)
+                continue
+            v = f"{axis} + ({step})"
+            coords.append(f"((periodic & {1 << a}) ? ({v} + {n}) % {n} : {v})")
+            checks.append(f"((periodic & {1 << a}) || ({v} >= 0 && {v} < {n}))")
+        ok = " && ".join(checks) if checks else "true"
+        lines.append(f"if ({ok}) {{ const int X = {coords[0]}, Y = {coords[1]}, "
+                     f"Z = {coords[2]}; const int m = X + nx * (Y + ny * Z); "
+                     "const tag_t tm = tags[m]; "
+                     "if ((tm & TAG_KIND_MASK) != KIND_WALL) { "
+                     f"{_streamed(cfg, k, f'f[{i}]')} }} }}")
+    return lines
+
+
+def _local_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
+    lat = cfg.lattice
+    em = Emitter(prefix="b")
+    f = [Expr(f"a{i}", atom=True) for i in range(lat.q)]
+    value = [Expr(f"v[{c}]", atom=True) for c in range(4)]
+    normal = boundaries.face_normal(lat, face)
+    rebuilt = boundaries.local_rule(lat, kind, normal, f, em.let, value)
+    lines = [f"const real_t* v = open_values + 4 * (base + {_plane_index(face)});"]
+    lines += em.lines
+    lines += [f"f[{i}] = {r};" for i, r in enumerate(rebuilt) if r is not f[i]]
+    return lines
+
+
+def _open_function(cfg: KernelConfig) -> str:
+    """``open_boundary``: one arm per (kind, face) present, each traced from
+    :mod:`.boundaries`. __noinline__ keeps its registers out of the bulk path."""
+    q = cfg.lattice.q
+    head = ("__device__ __noinline__ void open_boundary(real_t* f, const tag_t tag, const int x,"
+            " const int y, const int z, const int nx, const int ny, const int nz,"
+            " const int periodic, const real_t* __restrict__ src,"
+            " const tag_t* __restrict__ tags, const real_t* __restrict__ bc,"
+            " const int* __restrict__ edge_bc, const int* __restrict__ open_table,"
+            " const real_t* __restrict__ open_values)")
+    body = ["const size_t N = (size_t)nx * ny * nz;",
+            "const int id = (int)((tag >> TAG_BC_SHIFT) & TAG_BC_MASK);",
+            "const unsigned kind = (unsigned)(tag & TAG_KIND_MASK);",
+            "const int face = open_table[2 * id];",
+            "const int base = open_table[2 * id + 1];",
+            "(void)N; (void)base; (void)src; (void)tags; (void)bc; (void)edge_bc;"]
+    body += [f"const real_t a{i} = f[{i}];" for i in range(q)]
+    body += [f"(void)a{i};" for i in range(q)]
+    for kind, face_name in cfg.boundaries:
+        face = boundaries.FACE_NAMES.index(face_name)
+        arm = (_neighbour_arm if boundaries.is_neighbour_kind(kind) else _local_arm)(
+            cfg, kind, face)
+        body.append(f"if (kind == KIND_{kind} && face == {face}) {{  // {kind} {face_name}")
+        body += ["    " + line for line in arm]
+        body += ["    return;", "}"]
+    return head + "\n{\n" + "\n".join("    " + line for line in body) + "\n}\n"
+
+
 def generate(cfg: KernelConfig) -> str:
     """The complete CUDA source for one configuration (deterministic text)."""
     parities = ("even", "odd") if cfg.scheme == "aa" else ("",)
     parts = [_header(cfg), _WALL_ID]
+    if cfg.boundaries:
+        parts.append(_open_function(cfg))
     for parity in parities:
         for store in (False, True):
             parts.append(_kernel(cfg, parity, store))

@@ -1,0 +1,111 @@
+"""Open-boundary nodes of one sub-box, applied to streamed populations (NumPy reference).
+
+Groups the nodes by (kind, face), gathers their per-node values (``NodeTags.open_values``) and,
+for the neighbour rules, the flat index of the node each missing population is copied from.
+The formulas themselves are in :mod:`.boundaries`, shared with the CUDA generator.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from thelma_py.codegen.expr import identity_let
+from thelma_py.geometry.domain import NodeTags
+from thelma_py.geometry.tags import OPEN_KINDS, NodeKind
+from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm import boundaries
+
+
+def plane_index(face: int, coords: tuple[np.ndarray, ...], shape_xyz: tuple[int, ...]):
+    """Tangential index of nodes in their face plane: y + ny z (±x), x + nx z (±y), x + nx y."""
+    axis = face // 2
+    rest = [a for a in range(len(shape_xyz)) if a != axis]
+    index = coords[rest[0]].copy()
+    if len(rest) > 1:
+        index = index + shape_xyz[rest[0]] * coords[rest[1]]
+    return index
+
+
+@attrs.define
+class Group:
+    kind: str
+    face: int
+    flat: np.ndarray
+    values: np.ndarray | None = None
+    """(4, n) ux, uy, uz, ρ for local rules."""
+    copies: list = attrs.field(factory=list)
+    """Neighbour rules: (i, k, targets (positions in flat), source flat indices)."""
+
+
+class OpenNodes:
+    """Every open-boundary node of ``tags``, grouped by (kind, face)."""
+
+    def __init__(self, lattice: Lattice, tags: NodeTags, dtype: np.dtype):
+        self.lattice = lattice
+        self.groups: list[Group] = []
+        shape = tags.tags.shape
+        shape_xyz = tuple(reversed(shape))
+        kinds = tags.kind.reshape(-1)
+        ids = tags.layout.bc_id(tags.tags).reshape(-1)
+        solid = tags.solid.reshape(-1)
+        for kind in OPEN_KINDS:
+            where = kinds == int(kind)
+            for bc in np.unique(ids[where]):
+                face, base = (int(v) for v in tags.open_table[bc])
+                flat = np.flatnonzero(where & (ids == bc))
+                coords = np.unravel_index(flat, shape)[::-1]  # x, y[, z]
+                group = Group(kind.name, face, flat)
+                normal = boundaries.face_normal(lattice, face)
+                if boundaries.is_neighbour_kind(kind.name):
+                    for i, (k, offset) in boundaries.sources(lattice, kind.name, normal).items():
+                        ok = np.ones(len(flat), dtype=bool)
+                        source = []
+                        for a, (x, d, n) in enumerate(zip(coords, offset, shape_xyz,
+                                                          strict=True)):
+                            s = x + d
+                            if tags.periodic[a]:
+                                s = s % n
+                            else:
+                                ok &= (s >= 0) & (s < n)
+                            source.append(np.clip(s, 0, n - 1))
+                        src = np.ravel_multi_index(tuple(reversed(source)), shape)
+                        ok &= ~solid[src]
+                        group.copies.append((i, k, np.flatnonzero(ok), src[ok]))
+                else:
+                    rows = base + plane_index(face, coords, shape_xyz)
+                    group.values = np.ascontiguousarray(
+                        tags.open_values[rows].T.astype(dtype))
+                self.groups.append(group)
+
+    def __bool__(self) -> bool:
+        return bool(self.groups)
+
+    def apply(self, streamed: np.ndarray) -> None:
+        """Rebuild the missing populations in ``streamed`` (Q, *S), in place. Every value is
+        computed from the streamed array before any is written, as the GPU threads do."""
+        lat = self.lattice
+        q = lat.q
+        flat = streamed.reshape(q, -1)
+        writes = []
+        for group in self.groups:
+            if group.values is None:
+                for i, k, targets, src in group.copies:
+                    writes.append((i, group.flat[targets], flat[k, src]))
+                continue
+            f = [flat[i, group.flat] for i in range(q)]
+            normal = boundaries.face_normal(lat, group.face)
+            rebuilt = boundaries.local_rule(lat, group.kind, normal, f, identity_let,
+                                            list(group.values))
+            for i in range(q):
+                if rebuilt[i] is not f[i]:
+                    writes.append((i, group.flat, rebuilt[i]))
+        for i, where, value in writes:
+            flat[i, where] = value
+
+
+def open_kind_names(tags: NodeTags) -> set[str]:
+    return {name for name, _ in tags.open_kinds}
+
+
+__all__ = ["NodeKind", "OpenNodes", "open_kind_names", "plane_index"]

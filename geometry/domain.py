@@ -331,14 +331,19 @@ class Geometry:
         return solid | beyond, bc_id
 
     def evaluate(self, lattice: Lattice, lower: Sequence[int] | None = None,
-                 shape: Sequence[int] | None = None) -> NodeTags:
-        """Tags of the sub-box starting at node ``lower`` with ``shape`` nodes (default: all)."""
+                 shape: Sequence[int] | None = None, ghost: bool = False) -> NodeTags:
+        """Tags of the sub-box starting at node ``lower`` with ``shape`` nodes (default: all).
+
+        With ``ghost``, the box may reach one node beyond the domain (a distributed run's ghost
+        layer): such nodes wrap on periodic axes and are solid beyond the others.
+        """
         if lattice.d != self.dim:
             raise ValueError(f"{lattice.name} is {lattice.d}D but the geometry is {self.dim}D")
         lower = tuple(int(v) for v in (lower if lower is not None else (0,) * self.dim))
         shape = tuple(int(v) for v in (shape if shape is not None else self.shape))
+        margin = 1 if ghost else 0
         for lo, n, total in zip(lower, shape, self.shape, strict=True):
-            if lo < 0 or n < 1 or lo + n > total:
+            if lo < -margin or n < 1 or lo + n > total + margin:
                 raise ValueError(f"sub-box lower={lower} shape={shape} is not inside {self.shape}")
         halo_solid, halo_bc = self._solid_and_bc([lo - 1 for lo in lower], [n + 2 for n in shape])
         inner = (slice(1, -1),) * self.dim

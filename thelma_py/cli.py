@@ -168,6 +168,11 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         "--steps is then the final step, not a number of further steps",
     )
     parser.add_argument(
+        "--decomp",
+        metavar="AxBxC",
+        help="ranks per axis for a run under mpiexec, e.g. 1x1x4 (default: least cut area)",
+    )
+    parser.add_argument(
         "--max-velocity",
         type=float,
         metavar="U",
@@ -182,6 +187,7 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from thelma_py import parallel
     from thelma_py.solver import Solver
 
     case = load_case(args.case)
@@ -210,12 +216,19 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(f"--max-velocity must be a positive lattice speed, got {args.max_velocity}")
 
     start = time.perf_counter()
-    solver = case.build(**kwargs)
+    token = parallel.requested_decomposition.set(args.decomp)
+    try:
+        solver = case.build(**kwargs)
+    finally:
+        parallel.requested_decomposition.reset(token)
     build_seconds = time.perf_counter() - start
     if not isinstance(solver, Solver):
         raise CliError(
             f"{args.case}: build() returned {type(solver).__name__}, expected a thelma_py.Solver"
         )
+    lead = solver.rank_box is None or solver.rank_box.cart.rank == 0
+    if not lead:  # under mpiexec, rank 0 speaks for the run
+        args.quiet = True
     if args.max_velocity is not None:
         solver.max_velocity = args.max_velocity
         solver.check_every = solver.check_every or 1000
@@ -269,6 +282,8 @@ def _run(args: argparse.Namespace) -> int:
         "output": None if args.out is None else str(args.out),
     }
     summary = {key: _finite(value) for key, value in summary.items()}
+    if not lead:
+        return 0 if interrupted is None else 130
     mlups = "n/a" if summary["mlups"] is None else f"{summary['mlups']:.2f}"
     print(
         f"steps      {summary['steps']}{' (interrupted)' if interrupted is not None else ''}"
@@ -278,7 +293,7 @@ def _run(args: argparse.Namespace) -> int:
         f"backend    {summary['backend']}, {summary['precision']}"
     )
     report = getattr(case, "report", None)
-    if report is not None and interrupted is None:
+    if report is not None and interrupted is None and solver.rank_box is None:
         bound = inspect.signature(case.build).bind_partial(**kwargs)
         bound.apply_defaults()
         summary["report"] = report(solver, **bound.arguments)

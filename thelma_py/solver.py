@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from thelma_py import parallel
 from thelma_py.backend import Backend, dtype_of, select_backend
 from thelma_py.geometry.domain import Geometry, NodeTags
 from thelma_py.lattice import Lattice, lattice_by_name
@@ -40,6 +41,12 @@ class RunInterrupted(KeyboardInterrupt):
         where = (f"; checkpoint written to {', '.join(map(str, checkpoints))}" if checkpoints
                  else "; no checkpoint plug-in, nothing saved")
         super().__init__(f"{signal_name} received: stopped cleanly at step {step}{where}")
+
+
+def _mpi_lor():
+    from mpi4py import MPI
+
+    return MPI.LOR
 
 
 def _lattice(value: Lattice | str) -> Lattice:
@@ -105,6 +112,11 @@ class Solver:
     """Steps between NaN checks of the density (0 turns the check off)."""
     max_velocity: float | None = attrs.field(default=None, validator=_check_max_velocity)
     """With the NaN check, stop with :class:`DivergenceError` where |u| exceeds this."""
+    decomposition: str | tuple | None = None
+    """Ranks per axis for a distributed run ('1x1x4' or (1, 1, 4)); None: chosen to minimise
+    the cut area when the run has several MPI ranks."""
+    comm: object = attrs.field(default=None, repr=False)
+    """MPI communicator; None: COMM_WORLD when started by an MPI launcher, else one domain."""
     handle_signals: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     """During :meth:`run` (main thread only), turn SIGINT/SIGTERM into: finish the batch, write
     the checkpoint plug-ins, raise :class:`RunInterrupted`."""
@@ -121,6 +133,8 @@ class Solver:
     """(steps, seconds) of every engine batch, for the spread of the step rate."""
     stop_reason: str | None = attrs.field(init=False, default=None)
     """Why the last :meth:`run` ended early (set by :meth:`stop`), or None."""
+    rank_box: object = attrs.field(init=False, default=None, repr=False)
+    """This rank's sub-box (:class:`thelma_py.parallel.RankBox`), None for one domain."""
     _started: bool = attrs.field(init=False, default=False)
     _resumed_step: int | None = attrs.field(init=False, default=None)
     _signal: int | None = attrs.field(init=False, default=None)
@@ -128,12 +142,44 @@ class Solver:
     def __attrs_post_init__(self) -> None:
         self.dtype = dtype_of(self.precision)
         self.backend = select_backend(self.device)
-        self.tags = self.geometry.evaluate(self.lattice)
-        self.engine = self.compute.create(self.lattice, self.tags, self.backend, self.dtype)
-        coords = self.geometry.coordinates()
-        rho, u = self.init.fields(coords, self.geometry.array_shape)
+        if self.decomposition is None:
+            self.decomposition = parallel.requested_decomposition.get()
+        comm = self.comm
+        if comm is None and (self.decomposition is not None or parallel.launched_by_mpi()):
+            comm = parallel.world()
+        if comm is not None and (comm.size > 1 or self.decomposition is not None):
+            self._build_distributed(comm)
+        else:
+            self.tags = self.geometry.evaluate(self.lattice)
+            self.engine = self.compute.create(self.lattice, self.tags, self.backend, self.dtype)
+        box = self.rank_box
+        lower, shape = (box.lower, box.shape) if box else (None, None)
+        coords = self.geometry.coordinates(lower, shape)
+        window = tuple(slice(lo, lo + n) for lo, n in zip(reversed(lower), reversed(shape),
+                                                          strict=True)) if box else None
+        rho, u = self.init.fields(coords, self.tags.tags.shape, window)
         self.engine.initialize(self.backend.to_device(rho.astype(self.dtype)),
                                self.backend.to_device(u.astype(self.dtype)))
+
+    def _build_distributed(self, comm) -> None:
+        if self.backend.is_gpu:
+            raise ValueError("distributed runs run on NumPy ranks for now (device='cpu'); "
+                             "GPU ranks with NCCL halo exchange are not implemented yet")
+        unsupported = sorted({type(r).__name__ for r in self.results
+                              if not getattr(r, "supports_distributed", False)})
+        if unsupported:
+            raise ValueError(f"results plug-in(s) {unsupported} do not run distributed yet; "
+                             "distributed runs take vtk output (pieces and a .pvti) and progress")
+        dims = self.decomposition
+        if isinstance(dims, str):
+            dims = parallel.parse_dims(dims, self.geometry.dim)
+        self.rank_box = box = parallel.RankBox.create(comm, self.geometry.shape,
+                                                      self.geometry.periodic, dims)
+        self.tags = self.geometry.evaluate(self.lattice, box.lower, box.shape)
+        grown = self.geometry.evaluate(self.lattice, box.grown_lower, box.grown_shape,
+                                       ghost=True)
+        local = self.compute.create(self.lattice, grown, self.backend, self.dtype)
+        self.engine = parallel.DistributedEngine(local, box)
 
     # -- information -------------------------------------------------------------------------
     @property
@@ -276,16 +322,19 @@ class Solver:
         rho, u = self.engine.macroscopic()
         xp = self.backend.xp
         bad = ~xp.isfinite(rho) | ~xp.isfinite(u).all(axis=0)
-        if not bool(bad.any()):
+        if not self._anywhere(bool(bad.any())):
             return
-        flat = int(xp.argmax(bad.reshape(-1)))
-        index = np.unravel_index(flat, bad.shape)
-        position = tuple(int(i) + lo for i, lo in zip(reversed(index), self.tags.lower,
-                                                       strict=True))
+        position = self._first_position(bad) if bool(bad.any()) else "(on another rank)"
         raise DivergenceError(
             f"the run diverged: first non-finite value at step {self.time_step}, node "
             f"(x, y{', z' if len(position) == 3 else ''}) = {position}. Lower the lattice "
             "velocity, raise the resolution, or use collision='mrt'.")
+
+    def _anywhere(self, flag: bool) -> bool:
+        """True on every rank when ``flag`` holds on any (so that all ranks stop together)."""
+        if self.rank_box is None:
+            return flag
+        return bool(self.rank_box.cart.allreduce(flag, op=_mpi_lor()))
 
     def _first_position(self, bad) -> tuple[int, ...]:
         """Global (x, y[, z]) of the first True node of a backend boolean array."""
@@ -300,8 +349,11 @@ class Solver:
         u = self.engine.macroscopic()[1]
         speed2 = (u * u).sum(axis=0)
         bad = speed2 > self.max_velocity**2
-        if not bool(bad.any()):
+        if not self._anywhere(bool(bad.any())):
             return
+        if not bool(bad.any()):
+            raise DivergenceError(f"|u| exceeds max_velocity = {self.max_velocity} at step "
+                                  f"{self.time_step} on another rank")
         position = self._first_position(bad)
         speed = math.sqrt(float(speed2.reshape(-1)[int(self.backend.xp.argmax(bad.reshape(-1)))]))
         raise DivergenceError(
@@ -371,11 +423,15 @@ class Solver:
 
 def compose(lattice: Lattice | str, geometry: Geometry, compute, init=None,
             results: Sequence = (), device: str = "auto", precision: str = "float64",
-            check_every: int = 1000, max_velocity: float | None = None) -> Solver:
-    """Build a :class:`Solver` from plug-ins (see :func:`thelma_py.plugin`)."""
+            check_every: int = 1000, max_velocity: float | None = None,
+            decomposition: str | tuple | None = None, comm=None) -> Solver:
+    """Build a :class:`Solver` from plug-ins (see :func:`thelma_py.plugin`).
+
+    Under an MPI launcher the domain is split over the ranks (``decomposition`` such as
+    '1x1x4' overrides the automatic choice); ``comm`` picks another communicator."""
     if isinstance(results, str) or not isinstance(results, Sequence):
         raise TypeError(f"results must be a list of results plug-ins, got {results!r}")
     return Solver(lattice=lattice, geometry=geometry, compute=compute,
                   init=init if init is not None else Equilibrium(), results=list(results),
                   device=device, precision=precision, check_every=check_every,
-                  max_velocity=max_velocity)
+                  max_velocity=max_velocity, decomposition=decomposition, comm=comm)

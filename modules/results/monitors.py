@@ -50,6 +50,8 @@ class Progress:
     Silent when stderr is not a terminal, unless ``force``.
     """
 
+    supports_distributed = True  # reads only the step count and the clock
+
     interval: float = attrs.field(default=0.5, validator=attrs.validators.gt(0.0))
     """Least wall time between two updates of the line [s]."""
     force: bool = False

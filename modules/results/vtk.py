@@ -137,10 +137,13 @@ def write_vti(
     names: tuple[str, ...] = DEFAULT_FIELDS,
     precision: str = "float32",
     spacing: int = 1,
-) -> None:
+    start: tuple[int, ...] | None = None,
+) -> dict[str, np.ndarray]:
     """Write host ``fields`` (see :func:`_point_arrays`) as a compressed ``.vti``, atomically.
 
-    Node (i, j[, k]) lies at ``origin + spacing * (i, j, k)`` (lattice units).
+    Node (i, j[, k]) lies at ``origin + spacing * (i, j, k)`` (lattice units). With ``start``
+    (a piece of a parallel file), the image extent begins at that global node index instead.
+    Returns the arrays as written (names, dtypes and components, for a ``.pvti``).
     """
     from vtkmodules.util.numpy_support import numpy_to_vtk
     from vtkmodules.vtkCommonDataModel import vtkImageData
@@ -149,7 +152,11 @@ def write_vti(
     node_shape = node_shape_of(fields)  # (Nz, Ny, Nx) or (Ny, Nx)
     dims = tuple(reversed(node_shape)) + (1,) * (3 - len(node_shape))
     image = vtkImageData()
-    image.SetDimensions(*dims)
+    if start is None:
+        image.SetDimensions(*dims)
+    else:
+        first = tuple(start) + (0,) * (3 - len(start))
+        image.SetExtent(*(v for a in range(3) for v in (first[a], first[a] + dims[a] - 1)))
     image.SetOrigin(*(tuple(float(v) for v in origin) + (0.0,) * (3 - len(origin))))
     image.SetSpacing(*(float(spacing),) * 3)
     arrays = _point_arrays(fields, names, np.dtype(precision))
@@ -171,6 +178,35 @@ def write_vti(
         writer.SetFileName(str(temporary))
         if writer.Write() != 1 or writer.GetErrorCode() != 0:
             raise _vtk_write_error(target, writer.GetErrorCode())
+    return arrays
+
+
+_VTK_TYPES = {"float32": "Float32", "float64": "Float64", "uint8": "UInt8", "int32": "Int32"}
+
+
+def pvti_text(whole_shape: tuple[int, ...], pieces: list[tuple[tuple, tuple, str]],
+              arrays: dict[str, np.ndarray]) -> str:
+    """A parallel ImageData file: ``pieces`` are (lower, shape, file name) in node indices."""
+    def extent(lower, shape):
+        lower = tuple(lower) + (0,) * (3 - len(lower))
+        shape = tuple(shape) + (1,) * (3 - len(shape))
+        return " ".join(f"{lo} {lo + n - 1}" for lo, n in zip(lower, shape, strict=True))
+
+    columns = "".join(
+        f'      <PDataArray type="{_VTK_TYPES[str(a.dtype)]}" Name={quoteattr(name)} '
+        f'NumberOfComponents="{1 if a.ndim == 1 else a.shape[1]}"/>\n'
+        for name, a in arrays.items())
+    rows = "".join(f"    <Piece Extent=\"{extent(lo, n)}\" Source={quoteattr(name)}/>\n"
+                   for lo, n, name in pieces)
+    whole = extent((0,) * len(whole_shape), whole_shape)
+    active = (' Scalars="rho"' if "rho" in arrays else "") + (' Vectors="u"' if "u" in arrays
+                                                               else "")
+    return ('<?xml version="1.0"?>\n'
+            '<VTKFile type="PImageData" version="0.1" byte_order="LittleEndian">\n'
+            f'  <PImageData WholeExtent="{whole}" GhostLevel="0" Origin="0 0 0" '
+            'Spacing="1 1 1">\n'
+            f"    <PPointData{active}>\n{columns}    </PPointData>\n{rows}"
+            "  </PImageData>\n</VTKFile>\n")
 
 
 def _vtk_write_error(target, code: int) -> OSError:
@@ -198,6 +234,8 @@ def pvd_text(entries: list[tuple[int, str]]) -> str:
 @register("results", "vtk")
 @attrs.define(kw_only=True)
 class VtkWriter:
+    supports_distributed = True  # one piece per rank and a .pvti (see _write_piece)
+
     """ParaView output: <path>/<prefix>_<step>.vti every N steps, indexed by <prefix>.pvd."""
 
     path: Path = attrs.field(converter=Path)
@@ -248,6 +286,9 @@ class VtkWriter:
             self.start(solver)
         self._worker.check()  # an error of an earlier write surfaces here
         step = int(solver.time_step)
+        if getattr(solver, "rank_box", None) is not None:
+            self._write_piece(solver, step)
+            return
         raw = solver.fields()
         if self.background:  # the engine may reuse its arrays: the worker gets its own copy
             raw = {name: np.array(array, copy=True) for name, array in raw.items()}
@@ -269,6 +310,32 @@ class VtkWriter:
         self.written.append((step, target.name))
         atomic_write_text(self.pvd_path, pvd_text(self.written))
 
+    def _write_piece(self, solver, step: int) -> None:
+        """Distributed run: this rank's piece, and on rank 0 the .pvti and the .pvd."""
+        if self.crop is not None or self.subsample != 1:
+            raise ValueError("crop and subsample are not available in distributed runs yet")
+        box = solver.rank_box
+        rho, u, kind = solver.engine.piece_fields()
+        raw = {"rho": np.array(rho), "u": np.array(u), "kind": np.array(kind)}
+        stem = f"{self.prefix}_{step:08d}"
+        lower, _ = box.piece()
+        arrays = host_fields(raw, self.fields, None, None, 1)
+        written = write_vti(self.path / f"{stem}_r{box.cart.rank:04d}.vti", arrays,
+                            origin=(0, 0, 0), names=self.fields, precision=self.precision,
+                            start=lower)
+        if box.cart.rank != 0:
+            return
+        pieces = []
+        for rank in range(box.cart.size):
+            coords = box.cart.Get_coords(rank)
+            piece_lower, piece_shape = box.piece(coords)
+            pieces.append((piece_lower, piece_shape, f"{stem}_r{rank:04d}.vti"))
+        atomic_write_text(self.path / f"{stem}.pvti",
+                          pvti_text(box.decomposition.shape, pieces, written))
+        self.written = [entry for entry in self.written if entry[1] != f"{stem}.pvti"]
+        self.written.append((step, f"{stem}.pvti"))
+        atomic_write_text(self.pvd_path, pvd_text(self.written))
+
     def flush(self) -> None:
         """Wait until every queued file is written; raise the error of a failed write."""
         self._worker.drain()
@@ -278,7 +345,9 @@ class VtkWriter:
         if not self._ready:
             self.start(solver)
         self.flush()
-        atomic_write_text(self.pvd_path, pvd_text(self.written))
+        box = getattr(solver, "rank_box", None)
+        if box is None or box.cart.rank == 0:
+            atomic_write_text(self.pvd_path, pvd_text(self.written))
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps, so that a resumed run extends the same ``.pvd``."""

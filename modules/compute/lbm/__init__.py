@@ -221,6 +221,10 @@ class NumpyLbm(ComputeEngine):
     def state(self) -> dict[str, np.ndarray]:
         return {"f": self.f.copy()}
 
+    def halo_arrays(self) -> list[np.ndarray]:
+        """Arrays (Q, *S) whose ghost layers a distributed run fills before each step."""
+        return [self.f]
+
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         f = np.asarray(state["f"])
         if f.shape != self.f.shape or f.dtype != self.f.dtype:

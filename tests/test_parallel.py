@@ -1,0 +1,99 @@
+"""Distributed runs: decomposition choice, and MPI runs equal to one domain bit for bit.
+
+The MPI tests start `mpiexec` (MPICH from PyPI in CI) on tests/mpi/decomposed_run.py, which
+compares every rank's sub-box after 60 steps with a single-domain run of the same set-up:
+walls beyond the faces, a moving lid, a moving solid sphere and periodic axes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from thelma_py.parallel import Decomposition, choose_dims, parse_dims
+
+SCRIPT = Path(__file__).parent / "mpi" / "decomposed_run.py"
+
+
+def test_choice_minimises_the_cut_area():
+    assert choose_dims((256, 256, 256), 2) == (1, 1, 2)
+    assert choose_dims((256, 256, 256), 8) == (2, 2, 2)
+    assert choose_dims((1024, 64, 64), 4) == (4, 1, 1)     # cut the long axis
+    assert choose_dims((64, 48), 6) == (3, 2)
+    with pytest.raises(ValueError, match="cannot split"):
+        choose_dims((2, 2), 5)
+
+
+def test_sub_boxes_tile_the_domain_exactly():
+    decomposition = Decomposition((37, 22, 9), (3, 2, 2))
+    owner = np.zeros((9, 22, 37), dtype=int)
+    for coords in decomposition.all_coords():
+        (x, y, z), (nx, ny, nz) = decomposition.sub_box(coords)
+        owner[z:z + nz, y:y + ny, x:x + nx] += 1
+    assert (owner == 1).all()
+
+
+def test_bad_decompositions_are_refused_with_the_reason():
+    assert parse_dims("1x1x4", 3) == (1, 1, 4)
+    with pytest.raises(ValueError, match="3 positive counts"):
+        parse_dims("2x2", 3)
+    with pytest.raises(ValueError, match="cannot split 4 nodes into 8"):
+        Decomposition((4, 16), (8, 1))
+
+
+def mpiexec() -> str:
+    pytest.importorskip("mpi4py")
+    launcher = shutil.which("mpiexec") or str(Path(sys.executable).parent / "mpiexec")
+    if not Path(launcher).exists():
+        pytest.skip("no mpiexec (pip install 'thelma-py[test]' brings MPICH)")
+    return launcher
+
+
+def run_decomposed(ranks: int, *args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(SCRIPT), *args],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result
+
+
+@pytest.mark.parametrize(("ranks", "dims", "lattice", "collision"), [
+    (2, "2x1", "D2Q9", "mrt"),
+    (2, "1x2", "D2Q9", "trt"),
+    (4, "2x2", "D2Q9", "bgk"),
+    (4, "4x1", "D2Q9", "bgk"),
+    (2, "1x1x2", "D3Q19", "bgk"),
+    (4, "1x2x2", "D3Q19", "trt"),
+    (4, "auto", "D3Q27", "bgk"),
+])
+def test_decomposed_run_equals_single_domain_bit_for_bit(ranks, dims, lattice, collision):
+    result = run_decomposed(ranks, dims, lattice, collision)
+    assert "identical" in result.stdout
+
+
+def test_parallel_vtk_pieces_open_as_one_data_set(tmp_path):
+    vtk = pytest.importorskip("vtkmodules.vtkIOXML")
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+
+    run_decomposed(4, "2x2", "D2Q9", "bgk", str(tmp_path))
+    pvti = tmp_path / "fields_00000060.pvti"
+    assert pvti.exists() and len(list(tmp_path.glob("fields_00000060_r*.vti"))) == 4
+    assert "fields_00000060.pvti" in (tmp_path / "fields.pvd").read_text()
+    reader = vtk.vtkXMLPImageDataReader()
+    reader.SetFileName(str(pvti))
+    reader.Update()
+    image = reader.GetOutput()
+    assert image.GetDimensions() == (30, 22, 1)
+    rho = vtk_to_numpy(image.GetPointData().GetArray("rho")).reshape(22, 30)
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from decomposed_run import build
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    whole = build("D2Q9", "bgk", comm=None)
+    whole.run(60)
+    np.testing.assert_allclose(rho, whole.density().astype(np.float32), rtol=0, atol=0)

@@ -46,14 +46,21 @@ def main(source: Path, out: Path) -> None:
             if len(run["t"]) < 3:
                 continue
             s = summarise(run)
+            if run["diverged_at"] is not None:  # the last samples before NaN are blow-up
+                finite = np.asarray(s["rate"]) < 10 * ref["minus_dEk_dt"].max()
+                keep = np.asarray(run["t"]) < run["diverged_at"] - 0.5
+                ax.plot(np.asarray(run["t"])[finite & keep], s["rate"][finite & keep], "--",
+                        label=f"{run['scheme']} (diverged at t* = {run['diverged_at']:.2f})")
+                rows.append(f"| {run['scheme']} | {n}³ | — | — | — | — | {run['mlups']:.0f} | "
+                            f"diverged at t* = {run['diverged_at']:.2f} |")
+                continue
             ax.plot(run["t"], s["rate"], label=run["scheme"])
-            status = (f"diverged at t* = {run['diverged_at']:.2f}" if run["diverged_at"]
-                      else "ran")
             rows.append(f"| {run['scheme']} | {n}³ | {s['peak']:.5f} | {s['peak_time']:.2f} | "
                         f"{s['peak_enstrophy_based']:.5f} | {s['max_deviation_of_peak']:.2f} | "
-                        f"{run['mlups']:.0f} | {status} |")
+                        f"{run['mlups']:.0f} | ran |")
         ax.set(title=f"Re = 1600, {n}³, D3Q19 fp32", xlabel="t V0 / L", ylabel="−dE/dt",
-               xlim=(0, max(r["t"][-1] for r in runs if r["t"])))
+               xlim=(0, max(r["t"][-1] for r in runs if r["t"])),
+               ylim=(0, 1.6 * ref["minus_dEk_dt"].max()))
         ax.legend(fontsize=8)
     out.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()

@@ -204,7 +204,9 @@ def precision_section(size: str, device: str) -> Section:
                      f"{r['density_fp64']:.3e} | {r['velocity_diff']:.2e} | "
                      f"{r['density_diff']:.2e} |")
     diffs = [r["density_diff"] for r in rows]  # rows in increasing u0
-    grows = all(a > b for a, b in zip(diffs, diffs[1:], strict=False))
+    # Rounding of ρ ≈ 1 costs fp32 a relative density error ~ ε₃₂ / u0², until the fluctuation
+    # is lost altogether (difference ~ 1, where it saturates): compare the two ends.
+    growth = diffs[0] / diffs[-1]
     same_velocity = max(abs(r["velocity_fp32"] / r["velocity_fp64"] - 1)
                         for r in rows if r["u0"] >= 0.02)
 
@@ -227,8 +229,8 @@ def precision_section(size: str, device: str) -> Section:
             "as u0 falls, while its velocity error matches double precision for u0 ≥ 0.02.\n\n"
             + "\n".join(table))
     return Section("Single versus double precision (2D Taylor-Green)", "precision", text, [
-        Check("fp32 − fp64 density difference grows as u0 falls", float(grows), "= 1 (true)",
-              grows),
+        Check("fp32 − fp64 density difference: smallest u0 over largest", growth, "> 100",
+              growth > 100),
         Check("|u error fp32 / fp64 − 1| for u0 ≥ 0.02", same_velocity, "< 0.05",
               same_velocity < 0.05),
     ], plot)

@@ -117,6 +117,16 @@ def world():
     return MPI.COMM_WORLD
 
 
+def allreduce(comm, values: np.ndarray, op: str) -> np.ndarray:
+    """float64 ``values`` reduced element-wise over ``comm`` ('sum' or 'max'), on every rank."""
+    from mpi4py import MPI
+
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    result = np.empty_like(values)
+    comm.Allreduce(values, result, op={"sum": MPI.SUM, "max": MPI.MAX}[op])
+    return result
+
+
 @attrs.define
 class RankBox:
     """This rank's place in the decomposition: Cartesian communicator, sub-box, ghost box."""

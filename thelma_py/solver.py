@@ -169,7 +169,8 @@ class Solver:
                               if not getattr(r, "supports_distributed", False)})
         if unsupported:
             raise ValueError(f"results plug-in(s) {unsupported} do not run distributed yet; "
-                             "distributed runs take vtk output (pieces and a .pvti) and progress")
+                             "distributed runs take vtk, progress, checkpoint, residual, "
+                             "history and probes")
         dims = self.decomposition
         if isinstance(dims, str):
             dims = parallel.parse_dims(dims, self.geometry.dim)
@@ -267,6 +268,14 @@ class Solver:
             previous[signum] = signal.signal(signum, self._on_signal)
         return previous
 
+    def _pending_signal(self) -> int:
+        """The signal to act on after this batch (0: none). In a distributed run the ranks
+        agree on it, so that all of them write the checkpoint at the same step."""
+        local = int(self._signal or 0)
+        if self.rank_box is None:
+            return local
+        return int(self.reduce([local], op="max")[0])
+
     def _interrupt(self) -> None:
         """After a signal: write every checkpoint plug-in at this step, then stop the run."""
         name = signal.Signals(self._signal).name
@@ -303,7 +312,9 @@ class Solver:
                     self.check_finite()
                     self.check_velocity()
                 self._call_due()
-                if self._signal is not None:
+                pending = self._pending_signal()
+                if pending:
+                    self._signal = pending
                     self._interrupt()
         finally:
             for signum, handler in previous.items():
@@ -335,6 +346,19 @@ class Solver:
         if self.rank_box is None:
             return flag
         return bool(self.rank_box.cart.allreduce(flag, op=_mpi_lor()))
+
+    @property
+    def lead(self) -> bool:
+        """True where shared files are written: rank 0 of a distributed run, or one domain."""
+        return self.rank_box is None or self.rank_box.cart.rank == 0
+
+    def reduce(self, values, op: str = "sum") -> np.ndarray:
+        """``values`` (float64) summed ('sum') or maxed ('max') over the ranks: the same array
+        on every rank, which every rank must ask for. One domain: returned as they are."""
+        values = np.asarray(values, dtype=np.float64)
+        if self.rank_box is None:
+            return values
+        return parallel.allreduce(self.rank_box.cart, values, op)
 
     def _first_position(self, bad) -> tuple[int, ...]:
         """Global (x, y[, z]) of the first True node of a backend boolean array."""

@@ -1,8 +1,9 @@
 """Residual monitor: how much the velocity still changes, with an optional convergence stop.
 
 Every k steps it records r = ‖u_n − u_{n−k}‖₁ / ‖u_n‖₁ (sums over all nodes and components,
-reduced on the device). With ``tolerance``, the first r below it stops the run through
-:meth:`Solver.stop`.
+reduced on the device; in a distributed run the two norms are summed over the ranks, so every
+rank sees the same r). With ``tolerance``, the first r below it stops the run through
+:meth:`Solver.stop` on every rank.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ def _check_tolerance(instance, attribute, value) -> None:
                          f"stop, got {value!r}")
 
 
-def relative_change(xp, u, previous) -> float:
-    """‖u − previous‖₁ / ‖u‖₁ (0 if both are zero, inf if only u is)."""
-    change = float(xp.abs(u - previous).sum())
-    size = float(xp.abs(u).sum())
+def relative_change(xp, u, previous, reduce=None) -> float:
+    """‖u − previous‖₁ / ‖u‖₁ (0 if both are zero, inf if only u is); ``reduce`` (e.g.
+    :meth:`Solver.reduce`) sums the two norms over the ranks of a distributed run."""
+    norms = (float(xp.abs(u - previous).sum()), float(xp.abs(u).sum()))
+    change, size = (float(v) for v in reduce(norms)) if reduce is not None else norms
     if size == 0.0:
         return 0.0 if change == 0.0 else math.inf
     return change / size
@@ -36,6 +38,8 @@ def relative_change(xp, u, previous) -> float:
 @attrs.define(kw_only=True)
 class Residual:
     """Velocity residual ‖u_n − u_(n−k)‖₁/‖u_n‖₁ every k steps; stops the run below tolerance."""
+
+    supports_distributed = True  # global norms through Solver.reduce; rank 0 writes the CSV
 
     schedule: Every = attrs.field(
         alias="every", default=100, converter=as_schedule,
@@ -53,7 +57,7 @@ class Residual:
     _previous_step: int | None = attrs.field(default=None, init=False, repr=False)
 
     def start(self, solver) -> None:
-        if self.path is not None:
+        if self.path is not None and solver.lead:
             ensure_writable_dir(self.path.parent, who="residual results")
 
     def __call__(self, solver) -> None:
@@ -61,9 +65,9 @@ class Residual:
         xp = solver.backend.xp
         step = int(solver.time_step)
         if self._previous is not None and step > self._previous_step:
-            residual = relative_change(xp, u, self._previous)
+            residual = relative_change(xp, u, self._previous, solver.reduce)
             self.records.append((step, residual))
-            if self.path is not None:
+            if self.path is not None and solver.lead:
                 atomic_write_text(self.path, self.csv())
             if self.tolerance is not None and residual < self.tolerance:
                 self.converged_at = step

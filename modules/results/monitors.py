@@ -144,8 +144,12 @@ class History:
     """Global quantities over the fluid nodes every N steps: mean ρ, max |u|, kinetic energy.
 
     Kinetic energy is Σ ½ ρ |u|² over fluid nodes (lattice units). Records are kept in
-    ``records`` and, with ``path``, rewritten atomically to a CSV file after each one.
+    ``records`` and, with ``path``, rewritten atomically to a CSV file after each one. In a
+    distributed run the sums and the maximum are reduced over the ranks (every rank keeps the
+    same records) and rank 0 writes the file.
     """
+
+    supports_distributed = True
 
     schedule: Every = attrs.field(
         alias="every",
@@ -163,7 +167,7 @@ class History:
     _fluid: object = attrs.field(default=None, init=False, repr=False)
 
     def start(self, solver) -> None:
-        if self.path is not None:
+        if self.path is not None and solver.lead:
             ensure_writable_dir(self.path.parent, who="history results")
         self._fluid = solver.backend.to_device(solver.tags.fluid)
 
@@ -174,15 +178,20 @@ class History:
         xp = solver.backend.xp
         fluid = self._fluid
         usq = (u * u).sum(axis=0)
-        count = max(int(fluid.sum()), 1)
+        count, mass, energy = solver.reduce([
+            float(fluid.sum()),
+            float(xp.where(fluid, rho, 0).sum()),
+            float(0.5 * xp.where(fluid, rho * usq, 0).sum()),
+        ])
+        (max_speed,) = solver.reduce([float(xp.sqrt(xp.where(fluid, usq, 0).max()))], op="max")
         record = (
             int(solver.time_step),
-            float(xp.where(fluid, rho, 0).sum()) / count,
-            float(xp.sqrt(xp.where(fluid, usq, 0).max())),
-            float(0.5 * xp.where(fluid, rho * usq, 0).sum()),
+            float(mass) / max(int(count), 1),
+            float(max_speed),
+            float(energy),
         )
         self.records = [r for r in self.records if r[0] != record[0]] + [record]
-        if self.path is not None:
+        if self.path is not None and solver.lead:
             atomic_write_text(self.path, self.csv())
 
     def csv(self) -> str:

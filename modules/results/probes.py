@@ -39,16 +39,19 @@ def _points(value) -> tuple[tuple[int, ...], ...]:
     return points
 
 
-def _local_index(solver, point: tuple[int, ...], who: str) -> tuple[int, ...]:
-    """Array index (z, y, x) of a global node, checked to lie in the solver's domain."""
-    shape, lower = solver.tags.tags.shape[::-1], tuple(solver.tags.lower)
+def _local_index(solver, point: tuple[int, ...], who: str) -> tuple[int, ...] | None:
+    """Array index (z, y, x) of a global node in this rank's arrays, None where another rank
+    owns it; the node must lie in the (global) domain."""
+    shape = tuple(solver.shape)
     if len(point) != len(shape):
         raise ValueError(f"{who}: point {point} has {len(point)} coordinates, the domain is "
                          f"{len(shape)}D")
-    local = tuple(p - lo for p, lo in zip(point, lower, strict=True))
-    if any(not 0 <= i < n for i, n in zip(local, shape, strict=True)):
-        top = tuple(lo + n - 1 for lo, n in zip(lower, shape, strict=True))
-        raise ValueError(f"{who}: point {point} lies outside the nodes {lower}..{top}")
+    if any(not 0 <= p < n for p, n in zip(point, shape, strict=True)):
+        raise ValueError(f"{who}: point {point} lies outside the nodes {(0,) * len(shape)}.."
+                         f"{tuple(n - 1 for n in shape)}")
+    local = tuple(p - lo for p, lo in zip(point, solver.tags.lower, strict=True))
+    if any(not 0 <= i < n for i, n in zip(local, solver.tags.tags.shape[::-1], strict=True)):
+        return None
     return tuple(reversed(local))
 
 
@@ -79,7 +82,12 @@ def _number(value: float) -> str:
 @register("results", "probes")
 @attrs.define(kw_only=True)
 class Probes:
-    """Values at a few nodes every N steps, one CSV row per step: step, <field>_x<i>_y<j>..."""
+    """Values at a few nodes every N steps, one CSV row per step: step, <field>_x<i>_y<j>...
+
+    In a distributed run each point is sampled by the rank that owns it, the rows are summed
+    over the ranks (the others add zeros) and rank 0 writes the file."""
+
+    supports_distributed = True
 
     points: tuple = attrs.field(converter=_points)
     """Node coordinates (x, y[, z]), global indices."""
@@ -97,11 +105,16 @@ class Probes:
     rows: list[tuple[int, list[float]]] = attrs.field(factory=list, init=False, repr=False)
     _order: list[str] = attrs.field(factory=list, init=False, repr=False)
     _index: tuple | None = attrs.field(default=None, init=False, repr=False)
+    _owned: list[int] = attrs.field(factory=list, init=False, repr=False)
+    """Which of ``points`` this rank owns (all of them in one domain)."""
 
     def start(self, solver) -> None:
-        ensure_writable_dir(self.path.parent, who="probes results")
+        if solver.lead:
+            ensure_writable_dir(self.path.parent, who="probes results")
         local = [_local_index(solver, p, "probes") for p in self.points]
-        self._index = tuple(np.array(axis) for axis in zip(*local, strict=True))
+        self._owned = [k for k, index in enumerate(local) if index is not None]
+        self._index = tuple(np.array([local[k][a] for k in self._owned], dtype=np.intp)
+                            for a in range(len(solver.shape)))
 
     def __call__(self, solver) -> None:
         if self._index is None:
@@ -112,10 +125,13 @@ class Probes:
                 f"{name}_" + "_".join(f"{a}{c}" for a, c in zip("xyz", point, strict=False))
                 for point in self.points for name in values]
             self._order = list(values)
-        row = [float(values[name][k]) for k in range(len(self.points)) for name in self._order]
+        table = np.zeros((len(self.points), len(self._order)))
+        table[self._owned] = np.stack([values[name] for name in self._order], axis=-1)
+        row = [float(v) for v in solver.reduce(table).reshape(-1)]
         step = int(solver.time_step)
         self.rows = [r for r in self.rows if r[0] != step] + [(step, row)]
-        atomic_write_text(self.path, self.csv())
+        if solver.lead:
+            atomic_write_text(self.path, self.csv())
 
     def csv(self) -> str:
         lines = [",".join(self.columns)]

@@ -1,0 +1,62 @@
+"""Distributed results: per-rank checkpoints and results reduced over the ranks.
+
+Each test starts `mpiexec` on a script in tests/mpi/ (see tests/test_parallel.py) and checks
+numbers against one domain.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_parallel import mpiexec
+from thelma_py.modules.results.checkpoint import CheckpointError
+
+MPI_DIR = Path(__file__).parent / "mpi"
+
+
+def run_script(script: str, ranks: int, *args) -> str:
+    result = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(MPI_DIR / script),
+                             *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def test_distributed_checkpoint_restarts_bit_for_bit_on_its_decomposition_only(tmp_path):
+    root = tmp_path / "checkpoints"
+    out = run_script("checkpoint_run.py", 2, "restart", root, "2x1", "1x2")
+    assert "identical: restart at 30 of 2x1 on 2 ranks" in out
+    assert ("written on decomposition 2x1 (2 ranks); this run is on decomposition 1x2 "
+            "(2 ranks)") in out
+    out = run_script("checkpoint_run.py", 4, "refuse", root, "2x2")
+    assert "written on decomposition 2x1 (2 ranks); this run is on decomposition 2x2 (4 ranks)" \
+        in out
+    sys.path.insert(0, str(MPI_DIR))
+    try:
+        from decomposed_run import build
+    finally:
+        sys.path.remove(str(MPI_DIR))
+    single = build("D2Q9", "trt", comm=None)
+    with pytest.raises(CheckpointError, match=r"decomposition 2x1 \(2 ranks\); this run is on "
+                                              "one domain"):
+        single.load_checkpoint(root)
+
+
+@pytest.mark.parametrize(("ranks", "dims"), [(2, "2x1"), (4, "2x2")])
+def test_residual_history_and_probes_reduced_over_ranks_equal_one_domain(tmp_path, ranks, dims):
+    out = run_script("results_run.py", ranks, tmp_path, dims)
+    assert f"equal: residual, history, probes on {dims}, {ranks} ranks" in out
+    assert (tmp_path / "parts" / "probes.csv").read_text() == \
+        (tmp_path / "whole" / "probes.csv").read_text()
+
+
+def test_a_signal_on_one_rank_stops_every_rank_at_the_same_step(tmp_path):
+    """SIGTERM on rank 0 only: the ranks agree after the batch, write the checkpoint together
+    and stop at step 20; without the agreement rank 0 would wait in the checkpoint's
+    collective calls while the others exchange halos, and the run would hang (timeout)."""
+    out = run_script("signal_run.py", 2, str(tmp_path / "ck"))
+    assert "stopped together at step 20" in out
+    assert (tmp_path / "ck" / "step_0000000020").is_dir()

@@ -12,18 +12,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.lbm_setups import CONFIGS, LATTICES, random_state, walled_geometry
+from tests.lbm_setups import (
+    CONFIGS,
+    LATTICES,
+    assert_gpu_matches_numpy,
+    random_state,
+    walled_geometry,
+)
 from thelma_py.backend import select_backend
 from thelma_py.modules.compute.lbm import Lbm
 
 pytestmark = pytest.mark.gpu
 
-TOLERANCE = {np.float32: 1e-5, np.float64: 1e-12}
-STEPS = 120  # > 2 graph batches of 32 steps, plus a remainder
 
-
-def relative_l2(a, b) -> float:
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
 def engines(lattice_name, collision, scheme, dtype, force=None):
@@ -44,18 +45,7 @@ def engines(lattice_name, collision, scheme, dtype, force=None):
 def test_cuda_matches_numpy(lattice_name, collision, scheme, dtype):
     force = (2e-5, -1e-5, 0.0)[: LATTICES[lattice_name].d] if collision == "trt" else None
     cpu, gpu, tags = engines(lattice_name, collision, scheme, dtype, force)
-    gpu.poison()
-    cpu.step(STEPS)
-    gpu.step(STEPS)
-    fluid = tags.fluid
-    f_gpu = gpu.state()["f"]
-    assert np.isfinite(f_gpu[:, fluid]).all(), "unwritten fluid populations (NaN poison)"
-    assert relative_l2(f_gpu[:, fluid], cpu.f[:, fluid]) < TOLERANCE[dtype]
-    rho_c, u_c = cpu.macroscopic()
-    rho_g, u_g = (a.get() for a in gpu.macroscopic())
-    assert np.isfinite(rho_g[fluid]).all() and np.isfinite(u_g[:, fluid]).all()
-    assert relative_l2(rho_g[fluid], rho_c[fluid]) < TOLERANCE[dtype]
-    assert relative_l2(u_g[:, fluid], u_c[:, fluid]) < TOLERANCE[dtype]
+    assert_gpu_matches_numpy(cpu, gpu, tags, dtype)
 
 
 @pytest.mark.parametrize("scheme", ["pull", "push", "aa"])

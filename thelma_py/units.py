@@ -51,21 +51,13 @@ class RelaxationTime:
 
 
 @attrs.frozen
-class LatticeParameters:
+class LatticeParameters(RelaxationTime):
     """A consistent set: viscosity, lattice velocity, characteristic length (nodes), Reynolds."""
 
     nu: float
     velocity: float
     length: float
     reynolds: float
-
-    @property
-    def tau(self) -> float:
-        return tau_from_viscosity(self.nu)
-
-    @property
-    def omega(self) -> float:
-        return 1.0 / self.tau
 
     @property
     def mach(self) -> float:

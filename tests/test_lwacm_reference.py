@@ -214,3 +214,18 @@ def test_traffic_and_memory_per_node():
         engine = make(lattice, periodic_box(shape), scheme, precision).engine
         assert engine.traffic_bytes_per_node == traffic, (scheme, lattice, precision)
         assert engine.memory_bytes_per_node == memory, (scheme, lattice, precision)
+
+
+@pytest.mark.parametrize("name", ["lwacm", "lwacm-fused"])
+def test_open_boundary_kinds_are_refused_with_the_alternative(name):
+    """LW-ACM has no open-boundary rules: an inlet must be refused, not silently skipped."""
+    from thelma_py.backend import select_backend
+    from thelma_py.geometry import Geometry
+    from thelma_py.lattice import D2Q9
+    from thelma_py.registry import create
+
+    geo = Geometry((12, 8), periodic=(False, False))
+    geo.inlet("-x", velocity=(0.02, 0.0))
+    tags = geo.evaluate(D2Q9)
+    with pytest.raises(ValueError, match="use compute 'lbm'"):
+        create("compute", name, nu=0.05).create(D2Q9, tags, select_backend("cpu"), np.float64)

@@ -23,6 +23,7 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.compute import ComputeEngine
 from thelma_py.geometry.domain import NodeTags
+from thelma_py.geometry.tags import NodeKind
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import _check_nu, _force_tuple
 from thelma_py.registry import register
@@ -65,6 +66,12 @@ class LwacmParameters(RelaxationTime):
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
+        kinds = {NodeKind(int(k)).name for k in np.unique(tags.kind)}
+        unsupported = sorted(kinds - {NodeKind.FLUID.name, NodeKind.WALL.name})
+        if unsupported:
+            raise ValueError(f"LW-ACM handles walls (at rest or moving) and periodic axes, not the "
+                             f"open-boundary kinds {unsupported}; use compute 'lbm' for inlets, "
+                             "outlets, outflow and free slip")
         dtype = np.dtype(dtype)
         if backend.is_gpu:
             from thelma_py.modules.compute.lwacm import cuda

@@ -15,6 +15,7 @@ import pytest
 import thelma_py as tp
 from tests.test_validation import REFERENCE, cavity, poiseuille, taylor_green
 from thelma_py.units import viscosity_from_tau
+from thelma_py.validation import amplitude_series, fitted_decay_rate
 
 SCHEMES = ("lwacm", "lwacm-fused")
 
@@ -31,13 +32,7 @@ def test_taylor_green_decay_rate(scheme):
     solver = tp.compose("D2Q9", tp.geometry.periodic_box((n, n)),
                         tp.plugin("compute", scheme, nu=nu), init=init, device="cpu")
     assert taylor_green.amplitude(solver) == pytest.approx(u0, rel=1e-12)
-    solver.run(100)
-    times, amplitudes = [], []
-    for _ in range(11):
-        times.append(solver.time_step)
-        amplitudes.append(taylor_green.amplitude(solver))
-        solver.run(50)
-    rate = -np.polyfit(times, np.log(amplitudes), 1)[0]
+    rate = fitted_decay_rate(*amplitude_series(solver, skip=100, samples=11, stride=50))
     exact = taylor_green.decay_rate(n, nu)
     assert abs(rate / exact - 1.0) < 0.01, (rate, exact)
     assert rate / exact - 1.0 == pytest.approx(-0.0032, abs=5e-4)

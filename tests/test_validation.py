@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from thelma_py.validation import amplitude_series, fitted_decay_rate
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
@@ -135,12 +137,6 @@ def test_taylor_green_decay_rate(collision):
     n, nu, u0 = 32, 0.02, 0.02
     solver = taylor_green.build(device="cpu", n=n, u0=u0, nu=nu, collision=collision)
     assert taylor_green.amplitude(solver) == pytest.approx(u0, rel=1e-12)
-    solver.run(100)
-    times, amplitudes = [], []
-    for _ in range(11):
-        times.append(solver.time_step)
-        amplitudes.append(taylor_green.amplitude(solver))
-        solver.run(50)
-    rate = -np.polyfit(times, np.log(amplitudes), 1)[0]
+    rate = fitted_decay_rate(*amplitude_series(solver, skip=100, samples=11, stride=50))
     exact = taylor_green.decay_rate(n, nu)
     assert abs(rate / exact - 1.0) < 0.01, (rate, exact)

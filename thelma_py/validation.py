@@ -206,6 +206,24 @@ def amplitude(solver: tp.Solver) -> float:
                  / ((mode_x**2).sum() + (mode_y**2).sum()))
 
 
+def amplitude_series(solver: tp.Solver, skip: int, samples: int, stride: int):
+    """(time steps, Taylor-Green amplitudes): after ``skip`` steps, ``samples`` values
+    ``stride`` steps apart."""
+    solver.run(skip)
+    times, amplitudes = [], []
+    for k in range(samples):
+        times.append(solver.time_step)
+        amplitudes.append(amplitude(solver))
+        if k < samples - 1:
+            solver.run(stride)
+    return np.array(times), np.array(amplitudes)
+
+
+def fitted_decay_rate(times, amplitudes) -> float:
+    """Decay rate per step: least-squares slope of log(amplitude) against time."""
+    return float(-np.polyfit(times, np.log(amplitudes), 1)[0])
+
+
 def tgv2d_exact(n: int, u0: float, nu: float, t: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact (ρ, u) of the 2D vortex at step t on n x n nodes (ρ0 = 1, p = (ρ − 1)/3)."""
     k = 2.0 * math.pi / n

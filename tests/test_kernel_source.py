@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import CONFIGS, LATTICES, walled_geometry
+from tests.nvcc import compile_cubin
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.kernels import (
     SCHEMES,
@@ -75,14 +76,9 @@ def test_edge_table_gives_lid_row_beyond_top_face():
 @pytest.mark.nvcc
 @pytest.mark.parametrize(("lat", "coll", "real", "scheme", "moving"), ALL)
 def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, coll, real, scheme, moving):
-    nvcc = shutil.which("nvcc")
     force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
     cfg = config(lat, coll, real, scheme, moving, force)
-    source = tmp_path / f"{cfg.name}.cu"
-    source.write_text(generate(cfg))
-    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o",
-                             str(tmp_path / "k.cubin"), str(source)],
-                            capture_output=True, text=True, timeout=300)
+    result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
 
 

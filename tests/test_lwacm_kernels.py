@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from tests.lbm_setups import LATTICES
+from tests.nvcc import compile_cubin
 from thelma_py.modules.compute.lwacm.kernels import (
     SCHEMES,
     LwacmKernelConfig,
@@ -58,13 +57,8 @@ def test_force_and_wall_terms_are_baked_in_only_when_needed():
 @pytest.mark.nvcc
 @pytest.mark.parametrize(("lat", "real", "scheme", "moving"), ALL)
 def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, real, scheme, moving):
-    nvcc = shutil.which("nvcc")
     force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
     cfg = config(lat, real, scheme, moving, force)
-    source = tmp_path / f"{cfg.name}.cu"
-    source.write_text(generate(cfg))
-    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o",
-                             str(tmp_path / "k.cubin"), str(source)],
-                            capture_output=True, text=True, timeout=300)
+    result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]

@@ -19,10 +19,9 @@ from thelma_py.modules.compute.lbm.kernels import edge_table, tile_flags
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate, kernel_names
 from thelma_py.modules.compute.lwacm.reference import (
+    TwoStepSizes,
     fused_tile,
     fused_traffic,
-    two_step_memory,
-    two_step_traffic,
     two_step_wall_tags,
 )
 
@@ -87,7 +86,7 @@ class _CudaBase(ComputeEngine):
     step = CudaLbm.step
 
 
-class CudaLwacm(_CudaBase):
+class CudaLwacm(TwoStepSizes, _CudaBase):
     """Two-step LW-ACM on one GPU: f* in two buffers (pull), ρ and u updated in place."""
 
     scheme = "two-step"
@@ -102,13 +101,6 @@ class CudaLwacm(_CudaBase):
         self.rho = xp.ones(self.shape, dtype=self.dtype)
         self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
 
-    @property
-    def traffic_bytes_per_node(self) -> int:
-        return two_step_traffic(self.lattice, self.dtype.itemsize)
-
-    @property
-    def memory_bytes_per_node(self) -> int:
-        return two_step_memory(self.lattice, self.dtype.itemsize, self.tags.tags.itemsize)
 
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)

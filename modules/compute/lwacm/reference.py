@@ -75,6 +75,18 @@ def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
     return attrs.evolve(tags, bc_table=table)
 
 
+class TwoStepSizes:
+    """Traffic and memory of the two-step scheme, for its NumPy and CUDA engines alike."""
+
+    @property
+    def traffic_bytes_per_node(self) -> int:
+        return two_step_traffic(self.lattice, self.dtype.itemsize)
+
+    @property
+    def memory_bytes_per_node(self) -> int:
+        return two_step_memory(self.lattice, self.dtype.itemsize, self.tags.tags.itemsize)
+
+
 class _NumpyBase(ComputeEngine):
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         self.params, self.lattice, self.tags, self.backend, self.dtype = (
@@ -109,7 +121,7 @@ class _NumpyBase(ComputeEngine):
         return value
 
 
-class NumpyLwacm(_NumpyBase):
+class NumpyLwacm(TwoStepSizes, _NumpyBase):
     """Two-step LW-ACM: state f* (Q, *S), ρ, u. Streaming and bounce-back (with Ladd's term for
     moving walls) are the LBM ones (:func:`.layouts.stream`), applied to f*."""
 
@@ -121,13 +133,6 @@ class NumpyLwacm(_NumpyBase):
         self.rho = np.ones(self.shape, dtype=self.dtype)
         self.u = np.zeros((lattice.d, *self.shape), dtype=self.dtype)
 
-    @property
-    def traffic_bytes_per_node(self) -> int:
-        return two_step_traffic(self.lattice, self.dtype.itemsize)
-
-    @property
-    def memory_bytes_per_node(self) -> int:
-        return two_step_memory(self.lattice, self.dtype.itemsize, self.tags.tags.itemsize)
 
     def initialize(self, rho, u) -> None:
         self.rho, self.u = self._fields(rho, u)

@@ -26,6 +26,7 @@ from thelma_py.modules.compute.lbm.collision import (
 )
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
+from thelma_py.modules.compute.lbm.sparse import STORAGES, create_sparse
 from thelma_py.registry import register
 from thelma_py.units import RelaxationTime
 
@@ -74,6 +75,9 @@ class Lbm(RelaxationTime):
     """Uniform body acceleration (g_x, g_y[, g_z]) in lattice units."""
     streaming: str = attrs.field(default="pull", validator=attrs.validators.in_(STREAMING))
     """GPU memory scheme: two buffers (pull, push) or one (aa); the NumPy reference pulls."""
+    storage: str = attrs.field(default="dense", validator=attrs.validators.in_(STORAGES))
+    """Node storage: 'dense' (the whole box) or 'sparse' (non-solid nodes only, indirect
+    addressing through a neighbour table: see :mod:`.sparse`; pull streaming only)."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores). Results do not depend on them."""
@@ -126,6 +130,8 @@ class Lbm(RelaxationTime):
             raise ValueError(f"{neighbour[0].lower().replace('_', '-')} boundaries read a "
                              "neighbour's streamed populations, which the in-place AA scheme "
                              "overwrites in the same step; use streaming='pull' or 'push'")
+        if self.storage == "sparse":
+            return create_sparse(self, lattice, tags, backend, dtype)
         if backend.is_gpu:
             from thelma_py.modules.compute.lbm.cuda import CudaLbm
 

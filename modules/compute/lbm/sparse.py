@@ -1,0 +1,296 @@
+"""Sparse storage (indirect addressing): only non-solid nodes are stored (storage="sparse").
+
+Porous media and vessels fill a small part of their bounding box; a dense lattice spends most of
+its memory and bandwidth on solid nodes. Here the stored nodes are the fluid and open-boundary
+nodes of the box in its own row order (z, y, x lexicographic, x fastest), so that runs along x
+stay contiguous and the pull gathers coalesce. Populations are (Q, N) structure of arrays.
+
+The neighbour table ``nbr`` (int32, shape (Q − 1, N); the rest population needs none) gives, for
+direction i = 1..Q−1 at row i − 1, the sparse index of the upstream node x − c_i (periodic wrap
+applied when building it). When x − c_i is solid (a stored wall node or the virtual wall beyond a
+non-periodic face) the entry is −1 − r, with r the wall's boundary row, so that the kernel needs
+no other lookup: f_i(x) = f*_ī(x) + Ladd's term from row r's wall velocity.
+
+Open-boundary nodes reuse :class:`.open_nodes.OpenNodes` with its node indices mapped to sparse
+ones; the collision is :func:`.collision.collide`, the same code the dense engines run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thelma_py.backend import Backend
+from thelma_py.codegen.expr import identity_let
+from thelma_py.compute import ComputeEngine
+from thelma_py.geometry.domain import NodeTags
+from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm.collision import collide, wall_momentum
+from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
+
+STORAGES = ("dense", "sparse")
+
+
+def wall_row(encoded):
+    """Boundary row of bounce-back entries of the neighbour table (entries < 0)."""
+    return -1 - encoded
+
+
+class SparseDomain:
+    """The stored nodes of a geometry and their neighbour table (host arrays).
+
+    ``nodes``: dense flat index of each stored node, ascending (row order), int64 (N,).
+    ``nbr``: int32 (Q − 1, N), see the module docstring. ``index``: dense flat index → sparse
+    index, −1 at solid nodes (int64, one entry per box node: host memory only).
+    """
+
+    def __init__(self, lattice: Lattice, tags: NodeTags):
+        self.lattice, self.tags = lattice, tags
+        shape = tags.tags.shape
+        self.shape = shape
+        fluid = tags.fluid.reshape(-1)
+        self.nodes = np.flatnonzero(fluid)
+        if len(self.nodes) >= 2**31 - 1:
+            raise ValueError(f"{len(self.nodes):,} stored nodes: the int32 neighbour table "
+                             "holds at most 2^31 - 2; use a smaller domain")
+        self.index = np.full(fluid.size, -1, dtype=np.int64)
+        self.index[self.nodes] = np.arange(len(self.nodes))
+        coords = np.unravel_index(self.nodes, shape)  # array axes: (z, y, x) or (y, x)
+        words = tags.tags.reshape(-1)[self.nodes]
+        self.nbr = np.empty((lattice.q - 1, len(self.nodes)), dtype=np.int32)
+        for i in range(1, lattice.q):
+            c = lattice.c[i][::-1]  # array-axis order
+            upstream = np.ravel_multi_index(
+                tuple((x - int(ci)) % n for x, ci, n in zip(coords, c, shape, strict=True)),
+                shape)
+            entry = self.index[upstream]
+            wall = tags.layout.crosses_wall(words, i)
+            # the wall's row: the halo array holds every node and the virtual layer beyond
+            window = tuple(slice(1 - int(ci), 1 - int(ci) + n) for ci, n in
+                           zip(c, shape, strict=True))
+            rows = tags.halo_bc_id[window].reshape(-1)[self.nodes[wall]].astype(np.int64)
+            entry[wall] = wall_row(rows)
+            if (entry[~wall] < 0).any():
+                raise AssertionError(f"direction {i}: a link without a wall bit reaches a "
+                                     "solid node; the tags are inconsistent")
+            self.nbr[i - 1] = entry
+
+    @property
+    def count(self) -> int:
+        """N, the number of stored (non-solid) nodes."""
+        return len(self.nodes)
+
+    @property
+    def fluid_fraction(self) -> float:
+        return self.count / self.index.size
+
+    def wall_links(self, dtype) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+        """Per direction i: (sparse positions whose population i bounces back, Ladd's term
+        there as ``dtype`` or None where every such wall is at rest), decoded from ``nbr``."""
+        out = {}
+        table = self.tags.bc_table
+        for i in range(1, self.lattice.q):
+            where = np.flatnonzero(self.nbr[i - 1] < 0)
+            if not len(where):
+                continue
+            row = table[wall_row(self.nbr[i - 1, where])]
+            term = np.asarray(wall_momentum(self.lattice, i, [row[:, a] for a in range(
+                self.lattice.d)], row[:, 3]), dtype=dtype)
+            out[i] = (where, term if np.any(term) else None)
+        return out
+
+    def open_nodes(self, dtype) -> OpenNodes:
+        """The open-boundary groups of :class:`OpenNodes` with sparse node indices, so that
+        :meth:`OpenNodes.apply` runs unchanged on (Q, N) populations."""
+        nodes = OpenNodes(self.lattice, self.tags, dtype)
+        for group in nodes.groups:
+            group.flat = self.index[group.flat]
+            group.copies = [(i, k, targets, self.index[src])
+                            for i, k, targets, src in group.copies]
+        return nodes
+
+    def gather(self, dense, xp=np):
+        """Values at the stored nodes of a dense array of shape (*C, *S): shape (*C, N)."""
+        lead = dense.shape[: dense.ndim - len(self.shape)]
+        nodes = xp.asarray(self.nodes) if xp is not np else self.nodes
+        return dense.reshape(*lead, -1)[..., nodes]
+
+    def scatter(self, sparse, fill, xp=np):
+        """Dense array (*C, *S) holding ``sparse`` (*C, N) at the stored nodes, ``fill``
+        (a dense array or a number) elsewhere."""
+        lead = sparse.shape[:-1]
+        if np.isscalar(fill):
+            out = xp.full((*lead, self.index.size), fill, dtype=sparse.dtype)
+        else:
+            out = xp.array(fill, dtype=sparse.dtype).reshape(*lead, -1)
+        nodes = xp.asarray(self.nodes) if xp is not np else self.nodes
+        out[..., nodes] = sparse
+        return out.reshape(*lead, *self.shape)
+
+
+def sparse_bytes_per_node(lattice: Lattice, dtype) -> dict[str, int]:
+    """Per stored (fluid) node: bytes one update moves (two population passes and the neighbour
+    table) and device bytes held (two population buffers, the table, ρ and u, the node's dense
+    index for the scatter to dense fields)."""
+    real = np.dtype(dtype).itemsize
+    table = 4 * (lattice.q - 1)
+    return {"traffic": 2 * lattice.q * real + table,
+            "memory": 2 * lattice.q * real + table + (1 + lattice.d) * real + 4}
+
+
+class SparseState:
+    """What both sparse engines share: the domain, sizes, and the dense-field bookkeeping.
+
+    ρ at solid nodes is reported as the dense engines report it: the initial density there
+    (kept on the host); u is zero there.
+    """
+
+    def _setup(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> None:
+        self.params, self.lattice, self.tags, self.backend, self.dtype = (
+            params, lattice, tags, backend, np.dtype(dtype))
+        self.domain = SparseDomain(lattice, tags)
+        self.solid_rho = np.ones(tags.tags.shape, dtype=self.dtype)
+        self.solid_rho[~tags.solid] = np.nan  # never shown: overwritten by the fluid values
+
+    @property
+    def traffic_bytes_per_node(self) -> int:
+        """Bytes per FLUID (stored) node and step: 2 Q reals plus the int32 neighbour row."""
+        return sparse_bytes_per_node(self.lattice, self.dtype)["traffic"]
+
+    @property
+    def memory_bytes_per_node(self) -> int:
+        """Device bytes per FLUID (stored) node; dense ρ, u returned by :meth:`macroscopic`
+        are allocated when asked for and not counted."""
+        return sparse_bytes_per_node(self.lattice, self.dtype)["memory"]
+
+    def _keep_solid_rho(self, rho_dense, f_dense=None) -> None:
+        solid = self.tags.solid
+        if f_dense is not None:
+            rho_dense = np.asarray(f_dense).sum(axis=0)
+        self.solid_rho[solid] = np.asarray(rho_dense, dtype=self.dtype)[solid]
+
+    def _sparse_f(self, state: dict[str, np.ndarray]) -> np.ndarray:
+        """Sparse f* (Q, N) from a checkpoint: sparse as :meth:`state` wrote it, or the dense
+        canonical f* (Q, *S) of a dense engine (its solid nodes give the solid ρ)."""
+        f = np.asarray(state["f"])
+        q, n = self.lattice.q, self.domain.count
+        if f.shape == (q, *self.domain.shape) and f.dtype == self.dtype:
+            self._keep_solid_rho(None, f)
+            return np.ascontiguousarray(self.domain.gather(f))
+        if f.shape != (q, n) or f.dtype != self.dtype:
+            raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this sparse run needs "
+                             f"{self.dtype}{(q, n)} (or dense {(q, *self.domain.shape)})")
+        if "solid_rho" in state:
+            self.solid_rho[...] = state["solid_rho"]
+        return f
+
+    def _dense_fields(self, rho, u, xp=np):
+        """Dense ρ (S) and u (D, *S) from stored-node values."""
+        rho_d = self.domain.scatter(rho, xp.asarray(self.solid_rho), xp)
+        u_d = self.domain.scatter(u, 0.0, xp)
+        return rho_d, u_d
+
+    def halo_arrays(self):
+        raise NotImplementedError("storage='sparse' runs on one domain; distributed runs "
+                                  "need storage='dense'")
+
+
+def _macroscopic(lattice: Lattice, force, f, xp=np):
+    """ρ (N,) and u (D, N) from post-collision populations (Q, N), as the dense engines."""
+    rho = f.sum(axis=0)
+    u = xp.tensordot(xp.asarray(lattice.c.T.astype(f.dtype)), f, axes=1) / rho
+    if force is not None:
+        u -= xp.asarray(force, dtype=f.dtype).reshape(-1, 1) * 0.5
+    return rho, u
+
+
+class NumpySparseLbm(SparseState, ComputeEngine):
+    """NumPy LBM on sparse storage: the reference for the sparse CUDA engine.
+
+    State: post-collision populations ``f`` (Q, N) at the stored nodes. One step gathers f_i
+    through the neighbour table (bounce-back entries read f*_ī of the node itself plus Ladd's
+    term), rebuilds open-boundary populations, then collides, exactly as :class:`NumpyLbm`.
+    """
+
+    def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
+        from thelma_py.modules.compute.lbm import BLOCK_BYTES
+
+        self._setup(params, lattice, tags, backend, dtype)
+        dom = self.domain
+        self.relax = params.relaxation(lattice)
+        self.walls = dom.wall_links(self.dtype)
+        self.open = dom.open_nodes(self.dtype)
+        own = np.arange(dom.count)
+        # gather index per direction; bounce-back entries read anything (own node), then fixed
+        self._gather = [np.where(row >= 0, row, own) for row in dom.nbr]
+        self.f = np.zeros((lattice.q, dom.count), dtype=self.dtype)
+        self._spare = np.empty_like(self.f)
+        self.omega = self.dtype.type(params.omega)
+        self.omega_minus = self.dtype.type(params.omega_minus)
+        block = max(1, BLOCK_BYTES // (lattice.q * self.dtype.itemsize))
+        self._blocks = [slice(a, min(a + block, dom.count)) for a in range(0, dom.count, block)]
+
+    def initialize(self, rho, u) -> None:
+        rho = np.asarray(rho, dtype=self.dtype)
+        self._keep_solid_rho(rho)
+        u = self.params.stored_velocity([self.domain.gather(np.asarray(ua, dtype=self.dtype))
+                                         for ua in u])
+        self.f = np.array(self.lattice.equilibrium(self.domain.gather(rho), u), dtype=self.dtype)
+
+    def stream(self, f: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Pull through the neighbour table: pre-collision populations (Q, N) into ``out``."""
+        out[0] = f[0]
+        for i, index in enumerate(self._gather, start=1):
+            np.take(f[i], index, out=out[i])
+        opposite = self.lattice.opposite
+        for i, (where, term) in self.walls.items():
+            bounced = f[opposite[i], where]
+            out[i, where] = bounced if term is None else bounced + term
+        return out
+
+    def step(self, n: int = 1) -> None:
+        force = self.params.force
+        q = self.lattice.q
+        for _ in range(n):
+            new = self.stream(self.f, self._spare)
+            if self.open:
+                self.open.apply(new)
+            for block in self._blocks:
+                post, _, _ = collide(self.relax, list(new[:, block]), identity_let, self.omega,
+                                     self.omega_minus, force)
+                for i in range(q):
+                    new[i, block] = post[i]
+            self.f, self._spare = new, self.f
+
+    def fluid_macroscopic(self):
+        """ρ (N,) and u (D, N) at the stored nodes."""
+        return _macroscopic(self.lattice, self.params.force, self.f)
+
+    def macroscopic(self):
+        return self._dense_fields(*self.fluid_macroscopic())
+
+    def canonical(self) -> np.ndarray:
+        """Dense post-collision populations (Q, *S), zero at solid nodes (for forces)."""
+        return self.domain.scatter(self.f, 0.0)
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"f": self.f.copy(), "solid_rho": self.solid_rho.copy()}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        self.f = np.array(self._sparse_f(state), dtype=self.dtype)
+        self._spare = np.empty_like(self.f)
+
+
+def create_sparse(params, lattice: Lattice, tags: NodeTags, backend: Backend,
+                  dtype) -> ComputeEngine:
+    """The sparse engine for ``params`` (``Lbm`` with storage='sparse')."""
+    if params.streaming != "pull":
+        raise ValueError(f"storage='sparse' streams by pull with two buffers; "
+                         f"streaming={params.streaming!r} is not available with it")
+    if len(getattr(tags, "curved_nodes", ())):
+        raise ValueError("interpolated bodies are not available with storage='sparse' yet; "
+                         "use storage='dense' or a body without interpolated=True")
+    if backend.is_gpu:
+        from thelma_py.modules.compute.lbm.sparse_cuda import CudaSparseLbm
+
+        return CudaSparseLbm(params, lattice, tags, backend, np.dtype(dtype))
+    return NumpySparseLbm(params, lattice, tags, backend, np.dtype(dtype))

@@ -13,10 +13,13 @@ mpi4py is imported only when a run is started under an MPI launcher (or given a 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import math
 import os
+import platform
+import warnings
 from collections.abc import Sequence
 
 import attrs
@@ -44,15 +47,25 @@ def parse_dims(text: str, dim: int) -> tuple[int, ...]:
     return dims
 
 
-def choose_dims(shape: Sequence[int], ranks: int) -> tuple[int, ...]:
+def choose_dims(shape: Sequence[int], ranks: int, gpu: bool = False) -> tuple[int, ...]:
     """Ranks per axis (x, y[, z]) that minimise the total area of the cuts between sub-boxes.
 
     Among equal areas, cutting the slowest axis (z, then y) is preferred: its slabs are
-    contiguous in memory.
+    contiguous in memory. With ``gpu``, one axis is cut, the slowest that has a node per rank
+    (GPU ranks exchange whole planes: contiguous along z, packed rows along y; x, the contiguous
+    axis, would need a strided halo, see :func:`check_gpu_dims`).
 
     >>> choose_dims((256, 256, 256), 4), choose_dims((512, 64), 4)
     ((1, 2, 2), (4, 1))
+    >>> choose_dims((256, 256, 256), 4, gpu=True), choose_dims((64, 2, 3), 2, gpu=True)
+    ((1, 1, 4), (1, 1, 2))
     """
+    if gpu:
+        for axis in reversed(range(1, len(shape))):
+            if shape[axis] >= ranks:
+                return tuple(ranks if a == axis else 1 for a in range(len(shape)))
+        raise ValueError(f"{ranks} GPU ranks cannot split a domain of {tuple(shape)} nodes: "
+                         "GPU runs cut the z or y axis, which need at least one node per rank")
     best = None
     for dims in itertools.product(*(range(1, ranks + 1) for _ in shape)):
         if math.prod(dims) != ranks or any(d > n for d, n in zip(dims, shape, strict=True)):
@@ -140,8 +153,9 @@ class RankBox:
     """Per axis (x, y[, z]): does this box carry ghost layers (the axis is decomposed)?"""
 
     @classmethod
-    def create(cls, comm, global_shape, periodic, dims=None) -> RankBox:
-        dims = tuple(dims) if dims is not None else choose_dims(global_shape, comm.size)
+    def create(cls, comm, global_shape, periodic, dims=None, gpu: bool = False) -> RankBox:
+        """``dims`` None: :func:`choose_dims` (its GPU rule with ``gpu``)."""
+        dims = tuple(dims) if dims is not None else choose_dims(global_shape, comm.size, gpu)
         decomposition = Decomposition(global_shape, dims)
         if decomposition.ranks != comm.size:
             raise ValueError(f"decomposition {'x'.join(map(str, dims))} needs "
@@ -181,68 +195,263 @@ class RankBox:
         return tuple(slice(1, -1) if g else slice(None) for g in reversed(self.ghost))
 
 
+@attrs.frozen
+class HaloTransfer:
+    """One message of a halo exchange: the populations that cross one face of the box, sent
+    from one layer of the grown box to a neighbour rank while the matching layer arrives from
+    the opposite neighbour. Layers are indices along ``array_axis`` of a (Q, *S_grown) array
+    (negative: from the end); a rank below 0 (MPI.PROC_NULL) is none."""
+
+    axis: int
+    """Lattice axis (0 = x) normal to the face."""
+    array_axis: int
+    populations: tuple[int, ...]
+    send_layer: int
+    recv_layer: int
+    to: int
+    frm: int
+
+    def index(self, layer: int) -> tuple:
+        """Index of ``layer`` of these populations in a (Q, *S) array, axes kept."""
+        index = [slice(None)] * (self.array_axis + 1)
+        index[0] = list(self.populations)
+        index[self.array_axis] = slice(layer, layer + 1 or None)
+        return tuple(index)
+
+
+def halo_plan(lattice, box: RankBox) -> tuple[HaloTransfer, ...]:
+    """The exchange that refreshes the ghost layers before a pull step, axis after axis.
+
+    c_a = +1 populations leave through the + face: the last owned layer (−2) becomes the −
+    ghost (0) of the + neighbour; c_a = −1 ones go the other way (layer 1 to layer −1). Whole
+    layers of the grown box travel, so on the second cut axis the edge ghosts come along.
+    Both transports (:class:`HaloExchange`, :class:`NcclHaloExchange`) follow this plan, in
+    this order."""
+    plan = []
+    d = lattice.d
+    for axis in range(d):
+        if not box.ghost[axis]:
+            continue
+        source, dest = box.cart.Shift(axis, 1)
+        for sign, send, recv, to, frm in ((1, -2, 0, dest, source), (-1, 1, -1, source, dest)):
+            populations = tuple(int(i) for i in np.flatnonzero(lattice.c[:, axis] == sign))
+            plan.append(HaloTransfer(axis, 1 + (d - 1 - axis), populations, send, recv,
+                                     int(to), int(frm)))
+    return tuple(plan)
+
+
+def halo_bytes(lattice, face_nodes: int, itemsize: int) -> int:
+    """Bytes one rank sends and receives through one cut face per step: the populations
+    crossing it (c_a = ±1) times the face nodes times sizeof(real), both directions."""
+    crossing = int(np.count_nonzero(lattice.c[:, -1] == 1))
+    return 2 * crossing * face_nodes * itemsize
+
+
 class HaloExchange:
-    """Fills the ghost layers of population arrays (Q, *S_grown) from the neighbour ranks."""
+    """Fills the ghost layers of population arrays (Q, *S_grown) from the neighbour ranks over
+    MPI (mpi4py Sendrecv of host buffers). NumPy arrays go as they are; CuPy arrays are staged
+    through the host on the given stream (the fallback where NCCL cannot run, e.g. two ranks
+    sharing one GPU)."""
+
+    name = "mpi"
 
     def __init__(self, lattice, box: RankBox):
         self.box = box
-        self.plans = []
-        d = lattice.d
-        for axis in range(d):
-            if not box.ghost[axis]:
-                continue
-            array_axis = 1 + (d - 1 - axis)
-            source, dest = box.cart.Shift(axis, 1)
-            up = np.flatnonzero(lattice.c[:, axis] == 1)
-            down = np.flatnonzero(lattice.c[:, axis] == -1)
-            self.plans.append((array_axis, source, dest, up, down))
+        self.plan = halo_plan(lattice, box)
 
-    @staticmethod
-    def _layer(array, array_axis: int, index: int, populations):
-        view = np.take(array, populations, axis=0)
-        return np.ascontiguousarray(np.take(view, [index], axis=array_axis))
+    def exchange(self, f, stream=None) -> None:
+        from thelma_py.backend import array_module
 
-    def exchange(self, f: np.ndarray) -> None:
+        xp = array_module(f)
+        if xp is np:
+            self._exchange(f, np.ascontiguousarray, np.asarray)
+            return
+        with stream if stream is not None else contextlib.nullcontext():
+            self._exchange(f, lambda a: a.get(), xp.asarray)
+
+    def _exchange(self, f, to_host, to_array) -> None:
         cart = self.box.cart
-        for array_axis, source, dest, up, down in self.plans:
-            # c_a = +1 populations leave through the + face: my last owned layer becomes the
-            # − ghost of my + neighbour; c_a = −1 ones go the other way.
-            for populations, send_index, recv_index, to, frm in (
-                    (up, -2, 0, dest, source), (down, 1, -1, source, dest)):
-                sent = self._layer(f, array_axis, send_index, populations)
-                received = np.empty_like(sent)
-                cart.Sendrecv(sent, dest=to, recvbuf=received, source=frm)
-                if frm >= 0:  # MPI.PROC_NULL beyond a non-periodic edge: nothing arrives
-                    index = [slice(None)] * f.ndim
-                    index[array_axis] = slice(recv_index, recv_index + 1 or None)
-                    target = f[tuple(index)]
-                    target[populations] = received
+        for t in self.plan:
+            sent = to_host(f[t.index(t.send_layer)])
+            received = np.empty_like(sent)
+            cart.Sendrecv(sent, dest=t.to, recvbuf=received, source=t.frm)
+            if t.frm >= 0:  # MPI.PROC_NULL beyond a non-periodic edge: nothing arrives
+                f[t.index(t.recv_layer)] = to_array(received)
+
+
+class NcclHaloExchange:
+    """The :func:`halo_plan` between GPUs with NCCL (``cupy.cuda.nccl``), one rank per GPU.
+
+    Per step one NCCL group of send/recv pairs on the caller's stream. On a z cut every
+    population's layer of the (Q, Nz, Ny, Nx) array is contiguous: it is sent and received in
+    place. Other layers (y cuts) are packed into a staging buffer and unpacked after."""
+
+    name = "nccl"
+
+    def __init__(self, lattice, box: RankBox):
+        import cupy
+        from cupy.cuda import nccl
+
+        self.cp, self.nccl, self.box = cupy, nccl, box
+        self.plan = halo_plan(lattice, box)
+        cart = box.cart
+        uid, error = None, ""
+        if cart.rank == 0:
+            try:
+                uid = nccl.get_unique_id()
+            except Exception as exc:  # report on every rank, not only rank 0
+                error = f"{type(exc).__name__}: {exc}"
+        uid, error = cart.bcast((uid, error), root=0)
+        if error:
+            raise RuntimeError(f"NCCL: ncclGetUniqueId failed on rank 0 ({error}). "
+                               f"{nccl_diagnostics()}")
+        try:
+            self.comm = nccl.NcclCommunicator(cart.size, uid, cart.rank)
+        except Exception as exc:
+            raise RuntimeError(f"NCCL: ncclCommInitRank failed on rank {cart.rank} of "
+                               f"{cart.size} ({type(exc).__name__}: {exc}). "
+                               f"{nccl_diagnostics()}") from exc
+        self._ops: dict[tuple, list] = {}
+
+    def _operations(self, f) -> list:
+        """(kind, array, peer, unpack target) per message for the buffer ``f`` (cached by
+        address: an engine exchanges its two buffers in turn)."""
+        key = (f.data.ptr, f.shape, f.dtype.str)
+        if key not in self._ops:
+            ops = []
+            for t in self.plan:
+                for p in t.populations:
+                    send = f[(p, *t.index(t.send_layer)[1:])]
+                    recv = f[(p, *t.index(t.recv_layer)[1:])]
+                    if not send.flags.c_contiguous:
+                        send, recv = ((send, self.cp.empty(send.shape, f.dtype)),
+                                      (recv, self.cp.empty(recv.shape, f.dtype)))
+                    if t.to >= 0:
+                        ops.append(("send", send, t.to))
+                    if t.frm >= 0:
+                        ops.append(("recv", recv, t.frm))
+            self._ops[key] = ops
+        return self._ops[key]
+
+    def exchange(self, f, stream=None) -> None:
+        cp, nccl = self.cp, self.nccl
+        stream = stream if stream is not None else cp.cuda.get_current_stream()
+        ops = self._operations(f)
+        kind = {4: nccl.NCCL_FLOAT32, 8: nccl.NCCL_FLOAT64}[f.dtype.itemsize]
+        with stream:
+            for op, buffer, _ in ops:  # pack strided layers (y cuts)
+                if op == "send" and isinstance(buffer, tuple):
+                    buffer[1][...] = buffer[0]
+            nccl.groupStart()
+            try:
+                for op, buffer, peer in ops:
+                    array = buffer[1] if isinstance(buffer, tuple) else buffer
+                    call = self.comm.send if op == "send" else self.comm.recv
+                    call(array.data.ptr, array.size, kind, peer, stream.ptr)
+            finally:
+                nccl.groupEnd()
+            for op, buffer, _ in ops:  # unpack
+                if op == "recv" and isinstance(buffer, tuple):
+                    buffer[0][...] = buffer[1]
+
+
+def nccl_diagnostics() -> str:
+    """What to check when NCCL does not start: versions, devices, the relevant variables."""
+    lines = []
+    try:
+        import cupy
+        from cupy.cuda import nccl
+
+        lines.append(f"NCCL {nccl.get_version()}, CuPy {cupy.__version__}, "
+                     f"{cupy.cuda.runtime.getDeviceCount()} visible device(s), this rank on "
+                     f"device {cupy.cuda.Device().id}")
+    except Exception as exc:
+        lines.append(f"cupy.cuda.nccl unusable: {type(exc).__name__}: {exc} (install the NCCL "
+                     "wheel of your CUDA version, e.g. nvidia-nccl-cu13)")
+    env = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")
+           or k == "CUDA_VISIBLE_DEVICES"}
+    lines.append(f"environment: {env or 'no NCCL_* variables'}")
+    lines.append("rerun with NCCL_DEBUG=INFO for NCCL's own log; THELMA_HALO=mpi exchanges "
+                 "through the host instead")
+    return "; ".join(lines)
+
+
+HALO_TRANSPORTS = ("auto", "nccl", "mpi")
+
+
+def gpu_exchange(lattice, box: RankBox, device: int):
+    """The halo transport for CuPy ranks: NCCL when every rank has a GPU of its own, else
+    (ranks sharing a GPU, which NCCL refuses) MPI through the host. ``THELMA_HALO`` = nccl or
+    mpi forces one."""
+    choice = os.environ.get("THELMA_HALO", "auto").lower()
+    if choice not in HALO_TRANSPORTS:
+        raise ValueError(f"THELMA_HALO={choice!r}; valid: {', '.join(HALO_TRANSPORTS)}")
+    places = box.cart.allgather((platform.node(), device))
+    shared = len(set(places)) < len(places)
+    if choice == "mpi" or (choice == "auto" and shared):
+        if shared and box.cart.rank == 0:
+            warnings.warn(f"{len(places)} ranks share {len(set(places))} GPU(s): halos go "
+                          "through the host over MPI (NCCL needs one GPU per rank)",
+                          stacklevel=2)
+        return HaloExchange(lattice, box)
+    if shared:
+        raise RuntimeError(f"THELMA_HALO=nccl but ranks share GPUs ({places}); NCCL needs "
+                           "one GPU per rank: start at most one rank per GPU")
+    return NcclHaloExchange(lattice, box)
+
+
+def select_device(comm) -> int:
+    """Make GPU (local rank mod device count) current for this rank, before any allocation.
+
+    The local rank is this process's index among the ranks of its host
+    (MPI COMM_TYPE_SHARED); several ranks share a GPU when there are more ranks than GPUs."""
+    import cupy
+    from mpi4py import MPI
+
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    rank = local.rank
+    local.Free()
+    device = rank % cupy.cuda.runtime.getDeviceCount()
+    cupy.cuda.Device(device).use()
+    return device
 
 
 class DistributedEngine(ComputeEngine):
     """A compute engine on this rank's grown box, seen from outside as the owned box only."""
 
-    def __init__(self, engine: ComputeEngine, box: RankBox):
+    def __init__(self, engine: ComputeEngine, box: RankBox, device: int | None = None):
+        """``device``: this rank's GPU (:func:`select_device`) for an engine on the GPU."""
         if not hasattr(engine, "halo_arrays"):
             raise ValueError(f"{type(engine).__name__} cannot run distributed yet (it offers no "
-                             "halo_arrays()); use the NumPy LBM engine")
+                             "halo_arrays()); use the LBM engine (NumPy or CUDA, pull)")
         self.engine, self.box = engine, box
         self.lattice, self.backend, self.dtype = engine.lattice, engine.backend, engine.dtype
-        self.exchange = HaloExchange(engine.lattice, box)
+        if engine.backend.is_gpu:
+            engine.distribute(box)  # refuses what it cannot run exactly, before NCCL starts
+            self.exchange = gpu_exchange(engine.lattice, box, device or 0)
+        else:
+            self.exchange = HaloExchange(engine.lattice, box)
+        self.overlap = True
+        """GPU ranks: update the interior while the halos travel (False: exchange, then
+        update; the benchmark times the exchange so)."""
 
     @property
     def tags(self):
         return self.engine.tags
 
     def _grow(self, array, components: bool):
+        from thelma_py.backend import array_module
+
         pad = [(0, 0)] * components + [(int(g), int(g)) for g in reversed(self.box.ghost)]
-        return np.pad(array, pad, mode="edge")
+        return array_module(array).pad(array, pad, mode="edge")
 
     def initialize(self, rho, u) -> None:
-        self.engine.initialize(self._grow(np.asarray(rho), False),
-                               self._grow(np.asarray(u), True))
+        self.engine.initialize(self._grow(rho, False), self._grow(u, True))
 
     def step(self, n: int = 1) -> None:
+        if hasattr(self.engine, "step_distributed"):
+            self.engine.step_distributed(n, self.exchange, overlap=self.overlap)
+            return
         for _ in range(n):
             for array in self.engine.halo_arrays():
                 self.exchange.exchange(array)
@@ -262,12 +471,16 @@ class DistributedEngine(ComputeEngine):
         return rho[index], u[(slice(None), *index)], self.engine.tags.kind[index]
 
     def state(self) -> dict[str, np.ndarray]:
-        return {key: value[(slice(None), *self.box.inner)] if value.ndim > len(self.box.ghost)
-                else value[self.box.inner] for key, value in self.engine.state().items()}
+        """The engine's state on the owned box (fields of fewer axes, e.g. a layout name, as
+        they are)."""
+        d = len(self.box.ghost)
+        return {key: value[(slice(None),) * (value.ndim - d) + self.box.inner]
+                if value.ndim >= d else value for key, value in self.engine.state().items()}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
-        self.engine.load_state({key: self._grow(value, value.ndim > len(self.box.ghost))
-                                for key, value in state.items()})
+        d = len(self.box.ghost)
+        self.engine.load_state({key: self._grow(value, value.ndim > d) if value.ndim >= d
+                                else value for key, value in state.items()})
 
     @property
     def traffic_bytes_per_node(self) -> int:

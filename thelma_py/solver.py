@@ -162,9 +162,8 @@ class Solver:
                                self.backend.to_device(u.astype(self.dtype)))
 
     def _build_distributed(self, comm) -> None:
-        if self.backend.is_gpu:
-            raise ValueError("distributed runs run on NumPy ranks for now (device='cpu'); "
-                             "GPU ranks with NCCL halo exchange are not implemented yet")
+        # one GPU per rank (local rank mod device count), made current before any allocation
+        device = parallel.select_device(comm) if self.backend.is_gpu else None
         unsupported = sorted({type(r).__name__ for r in self.results
                               if not getattr(r, "supports_distributed", False)})
         if unsupported:
@@ -175,12 +174,13 @@ class Solver:
         if isinstance(dims, str):
             dims = parallel.parse_dims(dims, self.geometry.dim)
         self.rank_box = box = parallel.RankBox.create(comm, self.geometry.shape,
-                                                      self.geometry.periodic, dims)
+                                                      self.geometry.periodic, dims,
+                                                      gpu=self.backend.is_gpu)
         self.tags = self.geometry.evaluate(self.lattice, box.lower, box.shape)
         grown = self.geometry.evaluate(self.lattice, box.grown_lower, box.grown_shape,
                                        ghost=True)
         local = self.compute.create(self.lattice, grown, self.backend, self.dtype)
-        self.engine = parallel.DistributedEngine(local, box)
+        self.engine = parallel.DistributedEngine(local, box, device)
 
     # -- information -------------------------------------------------------------------------
     @property

@@ -174,12 +174,18 @@ class CudaLbm(ComputeEngine):
         return self.rho, self.u
 
     # -- stepping ----------------------------------------------------------------------------
-    def _launch(self, store: bool) -> None:
+    def _launch(self, store: bool, advance: bool = True, rows: tuple[int, int] | None = None,
+                planes: tuple[int, int] | None = None) -> None:
+        """One step kernel on the current stream; ``rows``/``planes`` = (first, count) limit it
+        to part of the y rows / z planes (a distributed run), ``advance`` False keeps the
+        buffer parity (the caller launches the other parts of the same step)."""
         parity = ""
         if self.scheme == "aa":
             parity = "odd" if self.phase == "post-even" else "even"
         kernel = self.kernels[(parity, store)]
-        grid = ((self.nx + self.block - 1) // self.block, self.ny, self.nz)
+        y0, ny = rows or (0, self.ny)
+        z0, nz = planes or (0, self.nz)
+        grid = ((self.nx + self.block - 1) // self.block, ny, nz)
         if self.scheme == "aa":
             arrays = (self.buffers[0],)
         else:
@@ -187,8 +193,10 @@ class CudaLbm(ComputeEngine):
         args = (*arrays, self.tag_words, self.tile_flags, self.bc, self.edge_bc,
                 np.int32(self.periodic), self.omega, self.omega_minus, np.int32(self.nx),
                 np.int32(self.ny), np.int32(self.nz), self.rho, self.u, self.open_table,
-                self.open_values)
+                self.open_values, np.int32(y0), np.int32(z0))
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
+        if not advance:
+            return
         if self.scheme == "aa":
             self.phase = "post-odd" if parity == "odd" else "post-even"
         else:
@@ -225,6 +233,83 @@ class CudaLbm(ComputeEngine):
         for _ in range(plain):
             self._launch(False)
         self._launch(True)
+
+    # -- distributed runs (thelma_py.parallel.DistributedEngine) ------------------------------
+    def halo_arrays(self) -> list:
+        """Arrays (Q, *S) whose ghost layers a distributed run fills before each step."""
+        self._check_distributable()
+        return [self.buffers[self.current]]
+
+    def _check_distributable(self) -> None:
+        if self.scheme != "pull":
+            raise ValueError(
+                f"streaming={self.scheme!r} cannot run distributed on GPUs: the halo exchange "
+                "refreshes ghost layers read by a pull step (push and the in-place AA step "
+                "write across the cut instead, where solid links would need a masked "
+                "exchange); use streaming='pull'")
+
+    def distribute(self, box) -> None:
+        """Run on the grown box of ``box`` (a :class:`thelma_py.parallel.RankBox`): steps then
+        update the owned layers only (never the ghost layers), and
+        :meth:`step_distributed` overlaps the interior with the exchange."""
+        self._check_distributable()
+        cut = [a for a, g in enumerate(box.ghost) if g]
+        d = self.lattice.d
+        if len(cut) != 1 or cut[0] == 0:
+            dims = "x".join(map(str, box.decomposition.dims))
+            raise ValueError(
+                f"decomposition {dims}: GPU ranks cut exactly one axis, z or y (x is the "
+                f"contiguous axis: its halo layers are strided); use e.g. "
+                f"{'x'.join(['1'] * (d - 1) + [str(box.decomposition.ranks)])} or leave the "
+                "choice to thelma (--decomp omitted)")
+        self._cut = "planes" if (d == 3 and cut[0] == 2) else "rows"
+        self._layers = self.nz if self._cut == "planes" else self.ny
+        if self._layers < 3:
+            raise ValueError(f"a rank needs at least one owned layer along the cut, got "
+                             f"{self._layers - 2}")
+        self._halo_stream = None
+
+    def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
+        """``n`` steps of a distributed run; ``exchange.exchange(f, stream)`` refreshes the
+        ghost layers of ``f`` (stream-ordered). The last step also stores ρ and u.
+
+        With ``overlap``, each step runs the interior layers [2, L − 2) on the current stream
+        while, on a second stream, the exchange and then the two boundary layers 1 and L − 2
+        run; events join the streams before the next step. Without it, the exchange and then
+        one launch over the owned layers [1, L − 1). Ghost layers (0, L − 1) are never updated:
+        owned nodes read only the crossing populations there, which the exchange writes."""
+        cp = self.cp
+        last = self._layers - 1
+        for k in range(n):
+            store = k == n - 1
+            src = self.buffers[self.current]
+            main = cp.cuda.get_current_stream()
+            if not overlap:
+                exchange.exchange(src, main)
+                self._launch(store, advance=False, **{self._cut: (1, last - 1)})
+                self.current = 1 - self.current
+                continue
+            halo = self._get_halo_stream()
+            halo.wait_event(main.record())  # the previous step wrote src
+            with halo:  # enqueued first: the exchange starts before the interior fills the GPU
+                exchange.exchange(src, halo)
+                for layer in sorted({1, last - 1}):
+                    self._launch(store, advance=False, **{self._cut: (layer, 1)})
+            if last - 3 > 0:
+                self._launch(store, advance=False, **{self._cut: (2, last - 3)})
+            main.wait_event(halo.record())
+            self.current = 1 - self.current
+
+    def _get_halo_stream(self):
+        """A non-blocking stream of the highest priority (boundary layers go first)."""
+        if self._halo_stream is None:
+            cp = self.cp
+            try:
+                _, highest = cp.cuda.runtime.deviceGetStreamPriorityRange()
+                self._halo_stream = cp.cuda.Stream(non_blocking=True, priority=highest)
+            except (AttributeError, TypeError):  # older CuPy: default priority
+                self._halo_stream = cp.cuda.Stream(non_blocking=True)
+        return self._halo_stream
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write with NaN."""

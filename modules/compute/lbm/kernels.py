@@ -106,10 +106,13 @@ def _header(cfg: KernelConfig) -> str:
     ])
 
 
-def _prologue() -> str:
-    return """    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = blockIdx.y;
-    const int z = blockIdx.z;
+def _prologue(offsets: bool = False) -> str:
+    """Node coordinates of the thread; with ``offsets`` the grid covers rows y0.. and planes
+    z0.. only (a distributed run launches the interior and the boundary planes apart)."""
+    y, z = ("blockIdx.y + y0", "blockIdx.z + z0") if offsets else ("blockIdx.y", "blockIdx.z")
+    return f"""    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = {y};
+    const int z = {z};
     if (x >= nx) return;
     const int ny_ = ny;
     const size_t N = (size_t)nx * ny_ * nz;
@@ -168,7 +171,8 @@ def _signature(cfg: KernelConfig, name: str) -> str:
             "    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,\n"
             "    real_t omega, real_t omega_minus, int nx, int ny, int nz,\n"
             "    real_t* __restrict__ rho_out, real_t* __restrict__ u_out,\n"
-            "    const int* __restrict__ open_table, const real_t* __restrict__ open_values)")
+            "    const int* __restrict__ open_table, const real_t* __restrict__ open_values,\n"
+            "    int y0, int z0)")
 
 
 def _reads(cfg: KernelConfig, parity: str) -> tuple[list[str], list[str]]:
@@ -270,7 +274,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
         code += "\n" + "\n".join([f"    rho_out[n] = {rho};"] +
                                   [f"    u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
-    return f"{_signature(cfg, name)}\n{{\n{_prologue()}\n{code}\n}}\n"
+    return f"{_signature(cfg, name)}\n{{\n{_prologue(offsets=True)}\n{code}\n}}\n"
 
 
 def kernel_names(scheme: str) -> dict[tuple[str, bool], str]:

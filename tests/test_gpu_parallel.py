@@ -1,0 +1,167 @@
+"""Distributed runs on GPUs: the exchange plan, the GPU decomposition rule, kernels launched
+over part of the planes, and (marked gpu) 2 CUDA ranks equal to one GPU bit for bit.
+
+The gpu tests start ``mpiexec -n 2 python -m mpi4py tests/mpi/gpu_decomposed_run.py``: with two
+GPUs one rank per GPU exchanging over NCCL; with one GPU two ranks sharing it (halos through
+the host), so the overlapped step runs on a single-GPU machine too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.lbm_setups import LATTICES
+from tests.nvcc import compile_cubin
+from thelma_py.modules.compute.lbm import Lbm
+from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
+from thelma_py.parallel import (
+    Decomposition,
+    HaloTransfer,
+    RankBox,
+    choose_dims,
+    halo_bytes,
+    halo_plan,
+)
+
+SCRIPT = Path(__file__).parent / "mpi" / "gpu_decomposed_run.py"
+
+
+class FakeCart:
+    """Cartesian neighbours of a 1D ring or line of ranks along one axis (no MPI needed)."""
+
+    def __init__(self, rank: int, size: int, axis: int, periodic: bool):
+        self.rank, self.size, self.axis, self.periodic = rank, size, axis, periodic
+
+    def Shift(self, axis, disp):  # noqa: N802 (mpi4py's name)
+        assert axis == self.axis and disp == 1
+
+        def neighbour(r):
+            if self.periodic:
+                return r % self.size
+            return r if 0 <= r < self.size else -2  # -2: Open MPI's PROC_NULL
+        return neighbour(self.rank - 1), neighbour(self.rank + 1)
+
+
+def box_of(shape, dims, rank, periodic):
+    decomposition = Decomposition(shape, dims)
+    axis = next(a for a, d in enumerate(dims) if d > 1)
+    coords = tuple(rank if a == axis else 0 for a in range(len(shape)))
+    lower, sub = decomposition.sub_box(coords)
+    return RankBox(decomposition, FakeCart(rank, decomposition.ranks, axis, periodic), coords,
+                   lower, sub, tuple(d > 1 for d in dims))
+
+
+def test_gpu_decomposition_cuts_z_then_y_never_x():
+    assert choose_dims((384, 384, 768), 2, gpu=True) == (1, 1, 2)
+    assert choose_dims((1024, 64, 64), 4, gpu=True) == (1, 1, 4)   # CPU would cut x
+    assert choose_dims((64, 64, 3), 4, gpu=True) == (1, 4, 1)
+    assert choose_dims((512, 64), 2, gpu=True) == (1, 2)
+    with pytest.raises(ValueError, match="cut the z or y axis"):
+        choose_dims((64, 2, 2), 4, gpu=True)
+
+
+@pytest.mark.parametrize("periodic", [False, True])
+def test_plan_moves_only_the_crossing_populations_between_the_right_layers(periodic):
+    lattice = LATTICES["D3Q19"]
+    plan = halo_plan(lattice, box_of((16, 8, 12), (1, 1, 2), 0, periodic))
+    assert [t.axis for t in plan] == [2, 2]
+    up, down = plan
+    assert all(lattice.c[i, 2] == 1 for i in up.populations) and len(up.populations) == 5
+    assert all(lattice.c[i, 2] == -1 for i in down.populations) and len(down.populations) == 5
+    assert (up.array_axis, up.send_layer, up.recv_layer) == (1, -2, 0)
+    assert (down.send_layer, down.recv_layer) == (1, -1)
+    # rank 0 of 2: the + neighbour is rank 1; the − one is rank 1 too when z is periodic
+    assert up.to == 1 and down.frm == 1
+    assert (up.frm, down.to) == ((1, 1) if periodic else (-2, -2))
+
+
+def test_transfer_index_selects_one_layer_of_its_populations():
+    t = HaloTransfer(1, 2, (3, 7), send_layer=-2, recv_layer=0, to=1, frm=1)
+    f = np.arange(9 * 4 * 5 * 6).reshape(9, 4, 5, 6)
+    np.testing.assert_array_equal(f[t.index(-2)], f[[3, 7], :, 3:4, :])
+    np.testing.assert_array_equal(f[t.index(-1)], f[[3, 7], :, 4:5, :])
+    assert f[t.index(0)].shape == (2, 4, 1, 6)
+
+
+def test_halo_bytes_of_a_384_face():
+    # D3Q19: 5 populations cross each way; 384^2 fp32 nodes; sent and received
+    assert halo_bytes(LATTICES["D3Q19"], 384 * 384, 4) == 2 * 5 * 384 * 384 * 4
+
+
+@pytest.mark.nvcc
+def test_kernels_launch_over_a_range_of_planes_and_compile(tmp_path):
+    lattice = LATTICES["D3Q19"]
+    source = generate(KernelConfig(lattice, Lbm(nu=0.1).relaxation(lattice), "float", "pull"))
+    assert "const int z = blockIdx.z + z0;" in source
+    assert "const int y = blockIdx.y + y0;" in source
+    assert source.count("int y0, int z0") == 2  # lbm_step and lbm_step_macro
+    result = compile_cubin(source, tmp_path, "offsets")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+# -- on GPUs ---------------------------------------------------------------------------------
+def gpu_count() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def launcher() -> list[str]:
+    """mpiexec on PATH with the flags Open MPI needs as root; skip without mpi4py/mpiexec."""
+    pytest.importorskip("mpi4py")
+    mpiexec = shutil.which("mpiexec") or shutil.which("mpirun")
+    if mpiexec is None:
+        pytest.skip("no mpiexec on PATH")
+    version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                             timeout=30)
+    command = [mpiexec]
+    if "Open MPI" in version.stdout + version.stderr or "OpenRTE" in version.stdout:
+        if os.geteuid() == 0:
+            command.append("--allow-run-as-root")
+        command.append("--oversubscribe")
+    return command
+
+
+def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
+    environment = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NCCL_NVLS_ENABLE": "0",
+                   **(env or {})}
+    result = subprocess.run([*launcher(), "-n", str(ranks), sys.executable, "-m", "mpi4py",
+                             str(SCRIPT), *args], capture_output=True, text=True, timeout=300,
+                            env=environment)
+    output = result.stdout[-3000:] + result.stderr[-4000:]
+    assert result.returncode == 0, output
+    return result.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("precision", "case", "mode"), [
+    ("float64", "lid", "overlap"),
+    ("float32", "lid", "overlap"),
+    ("float64", "zperiodic", "overlap"),
+    ("float32", "zperiodic", "serial"),
+])
+def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode):
+    if gpu_count() < 2:
+        pytest.skip(f"needs 2 GPUs, {gpu_count()} visible")
+    out = run_gpus(2, precision, case, mode, env={"THELMA_HALO": "nccl"})
+    assert f"identical: {case} {precision} {mode}, 2 ranks" in out and "over nccl" in out
+
+
+@pytest.mark.gpu
+def test_two_ranks_sharing_one_gpu_equal_one_gpu_bit_for_bit():
+    if gpu_count() < 1:
+        pytest.skip("needs a GPU")
+    out = run_gpus(2, "float64", "lid", "overlap", env={"CUDA_VISIBLE_DEVICES": "0",
+                                                        "THELMA_HALO": "auto"})
+    assert "identical: lid float64 overlap, 2 ranks" in out and "over mpi" in out

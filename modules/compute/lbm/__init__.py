@@ -107,10 +107,13 @@ class Lbm(RelaxationTime):
         """The generated CUDA source of this configuration (what ``thelma kernels`` prints);
         ``boundaries`` lists the (node kind, face) pairs of open boundaries to handle."""
         from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
+        from thelma_py.modules.compute.lbm.sparse_kernels import generate_sparse
 
         self.check(lattice)
         options = {**CUDA_OPTIONS, **self.cuda_options}
-        return generate(KernelConfig(
+        # the same configuration (collision, precision, boundaries) drives either layout
+        emit = generate_sparse if self.storage == "sparse" else generate
+        return emit(KernelConfig(
             lattice=lattice, relaxation=self.relaxation(lattice),
             real="float" if np.dtype(dtype) == np.float32 else "double", scheme=self.streaming,
             force=self.force, moving_walls=moving_walls, block=options["block"],

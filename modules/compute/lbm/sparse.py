@@ -108,13 +108,13 @@ class SparseDomain:
                             for i, k, targets, src in group.copies]
         return nodes
 
-    def gather(self, dense, xp=np):
-        """Values at the stored nodes of a dense array of shape (*C, *S): shape (*C, N)."""
+    def gather(self, dense, nodes=None):
+        """Values at the stored nodes of a dense array of shape (*C, *S): shape (*C, N).
+        ``nodes`` is :attr:`nodes` on the array's backend (default: the host copy)."""
         lead = dense.shape[: dense.ndim - len(self.shape)]
-        nodes = xp.asarray(self.nodes) if xp is not np else self.nodes
-        return dense.reshape(*lead, -1)[..., nodes]
+        return dense.reshape(*lead, -1)[..., self.nodes if nodes is None else nodes]
 
-    def scatter(self, sparse, fill, xp=np):
+    def scatter(self, sparse, fill, nodes=None, xp=np):
         """Dense array (*C, *S) holding ``sparse`` (*C, N) at the stored nodes, ``fill``
         (a dense array or a number) elsewhere."""
         lead = sparse.shape[:-1]
@@ -122,8 +122,7 @@ class SparseDomain:
             out = xp.full((*lead, self.index.size), fill, dtype=sparse.dtype)
         else:
             out = xp.array(fill, dtype=sparse.dtype).reshape(*lead, -1)
-        nodes = xp.asarray(self.nodes) if xp is not np else self.nodes
-        out[..., nodes] = sparse
+        out[..., self.nodes if nodes is None else nodes] = sparse
         return out.reshape(*lead, *self.shape)
 
 
@@ -183,10 +182,10 @@ class SparseState:
             self.solid_rho[...] = state["solid_rho"]
         return f
 
-    def _dense_fields(self, rho, u, xp=np):
+    def _dense_fields(self, rho, u, nodes=None, xp=np):
         """Dense ρ (S) and u (D, *S) from stored-node values."""
-        rho_d = self.domain.scatter(rho, xp.asarray(self.solid_rho), xp)
-        u_d = self.domain.scatter(u, 0.0, xp)
+        rho_d = self.domain.scatter(rho, xp.asarray(self.solid_rho), nodes, xp)
+        u_d = self.domain.scatter(u, 0.0, nodes, xp)
         return rho_d, u_d
 
     def halo_arrays(self):

@@ -1,0 +1,152 @@
+"""CUDA LBM on sparse storage: kernels from :mod:`.sparse_kernels`, launched through CuPy.
+
+Step batching and CUDA-graph replay are :class:`.cuda.CudaLbm`'s (inherited); the state,
+the launches and the conversions to dense fields are this layout's own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thelma_py.backend import Backend
+from thelma_py.compute import check_memory
+from thelma_py.geometry.domain import NodeTags
+from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm import CUDA_OPTIONS
+from thelma_py.modules.compute.lbm.boundaries import FACE_NAMES
+from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
+from thelma_py.modules.compute.lbm.sparse import SparseState, _macroscopic
+from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
+
+
+def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str, np.ndarray]:
+    """Host arrays of the open-boundary kernel, one entry per open node t: its stored index,
+    its arm (index of its (kind, face) in ``boundaries``), its values (ux, uy, uz, ρ) for local
+    rules, and per direction the stored node a copy rule reads (−1: keep the bounced value)."""
+    groups = domain.open_nodes(dtype).groups
+    count = sum(len(g.flat) for g in groups)
+    out = {"node": np.zeros(max(count, 1), dtype=np.int32),
+           "arm": np.zeros(max(count, 1), dtype=np.int32),
+           "values": np.zeros((max(count, 1), 4), dtype=dtype),
+           "src": np.full((lattice.q, max(count, 1)), -1, dtype=np.int32)}
+    start = 0
+    for g in groups:
+        end = start + len(g.flat)
+        out["node"][start:end] = g.flat
+        out["arm"][start:end] = boundaries.index((g.kind, FACE_NAMES[g.face]))
+        if g.values is not None:
+            out["values"][start:end] = g.values.T
+        for i, _, targets, src in g.copies:
+            out["src"][i, start + targets] = src
+        start = end
+    out["count"] = count
+    return out
+
+
+class CudaSparseLbm(SparseState, CudaLbm):
+    """Sparse-storage LBM on one GPU (pull, two buffers of (Q, N))."""
+
+    def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
+        import cupy
+
+        self.cp = cupy
+        self._setup(params, lattice, tags, backend, dtype)
+        dom = self.domain
+        self.scheme, self.phase, self.current = "pull", "post-even", 0
+        self.nodes = dom.count
+        check_memory(backend, dom.count, self.memory_bytes_per_node,
+                     hint="memory is counted per stored (non-solid) node")
+        boundaries = tuple(sorted(tags.open_kinds))
+        self.source = params.kernel_source(
+            lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
+            boundaries=boundaries)
+        module = _module(self.source)
+        self.kernels = {store: module.get_function(name) for store, name in KERNELS.items()}
+        self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
+        xp = cupy
+        self.nbr = xp.asarray(dom.nbr)
+        self.node_index = xp.asarray(dom.nodes.astype(np.int32))
+        self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
+        opened = open_arrays(dom, lattice, self.dtype, boundaries)
+        self.n_open = int(opened.pop("count"))
+        self.open_kernels = ({store: module.get_function(name)
+                              for store, name in OPEN_KERNELS.items()} if self.n_open else {})
+        self.open = {name: xp.asarray(np.ascontiguousarray(a)) for name, a in opened.items()}
+        self.buffers = [xp.empty((lattice.q, dom.count), dtype=self.dtype) for _ in range(2)]
+        self.rho = xp.empty(dom.count, dtype=self.dtype)
+        self.u = xp.zeros((lattice.d, dom.count), dtype=self.dtype)
+        self.omega = self.dtype.type(params.omega)
+        self.omega_minus = self.dtype.type(params.omega_minus)
+        self._graphs: dict = {}
+        self._stream = None
+
+    # -- state -------------------------------------------------------------------------------
+    def _set(self, f_sparse, rho=None, u=None) -> None:
+        xp = self.cp
+        f = xp.asarray(f_sparse)
+        for buffer in self.buffers:
+            buffer[...] = f
+        if rho is None:
+            rho, u = _macroscopic(self.lattice, self.params.force, f, xp)
+        self.rho[...] = xp.asarray(rho)
+        self.u[...] = xp.asarray(u)
+        self.current, self.phase = 0, "post-even"
+        self._graphs.clear()
+
+    def initialize(self, rho, u) -> None:
+        xp = self.cp
+        self._keep_solid_rho(self.backend.to_host(rho))
+        rho = self.domain.gather(xp.asarray(rho, dtype=self.dtype), self.node_index)
+        u = [self.domain.gather(xp.asarray(ua, dtype=self.dtype), self.node_index) for ua in u]
+        stored = self.params.stored_velocity(u)
+        usq = sum(ua * ua for ua in stored)
+        for i in range(self.lattice.q):  # one population at a time: no second copy of f
+            feq = self.lattice.equilibrium_i(i, rho, stored, usq)
+            for buffer in self.buffers:
+                buffer[i] = feq
+        self.rho[...] = rho
+        for a, ua in enumerate(u):
+            self.u[a] = ua
+        self.current, self.phase = 0, "post-even"
+        self._graphs.clear()
+
+    def canonical(self):
+        """Dense post-collision populations (Q, *S) on the device, zero at solid nodes (for
+        forces; allocated on each call)."""
+        return self.domain.scatter(self.buffers[self.current], 0.0, self.node_index, self.cp)
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"f": self.buffers[self.current].get(), "solid_rho": self.solid_rho.copy(),
+                "rho": self.rho.get(), "u": self.u.get()}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        f = self._sparse_f(state)
+        same = np.asarray(state["f"]).shape == f.shape and "rho" in state
+        self._set(f, *((state["rho"], state["u"]) if same else ()))
+
+    def fluid_macroscopic(self):
+        """ρ (N,) and u (D, N) at the stored nodes (device arrays, no copy)."""
+        return self.rho, self.u
+
+    def macroscopic(self):
+        return self._dense_fields(self.rho, self.u, self.node_index, self.cp)
+
+    # -- stepping ----------------------------------------------------------------------------
+    def _launch(self, store: bool) -> None:
+        src, dst = self.buffers[self.current], self.buffers[1 - self.current]
+        args = (src, dst, self.nbr, self.bc, self.omega, self.omega_minus,
+                np.int32(self.domain.count), self.rho, self.u)
+        block = (self.block, 1, 1)
+        self.kernels[store](((self.domain.count + self.block - 1) // self.block,), block, args)
+        if self.n_open:  # rebuild the open-boundary nodes over what the bulk kernel wrote
+            o = self.open
+            self.open_kernels[store](
+                ((self.n_open + self.block - 1) // self.block,), block,
+                (*args, np.int32(self.n_open), o["node"], o["arm"], o["values"], o["src"]))
+        self.current = 1 - self.current
+
+    def poison(self) -> None:
+        """Testing aid: fill everything a step must write with NaN."""
+        self.buffers[1 - self.current].fill(np.nan)
+        self.rho.fill(np.nan)
+        self.u.fill(np.nan)

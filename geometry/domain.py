@@ -125,6 +125,12 @@ class NodeTags:
     open_values: np.ndarray = attrs.field(factory=lambda: np.zeros((0, 4)))
     """Shape (n, 4): ux, uy, uz, ρ per node of each open face plane (tangential index
     ``y + ny z`` for ±x, ``x + nx z`` for ±y, ``x + nx y`` for ±z, local to the sub-box)."""
+    curved_nodes: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    """Sorted flat (local) indices of the INTERPOLATED nodes."""
+    curved_q: np.ndarray = attrs.field(factory=lambda: np.zeros((0, 1)))
+    """Shape (len(curved_nodes), Q): per direction i, the fraction q in (0, 1] of the link
+    from the node towards x − c_i at which it meets the wall of an interpolated body; NaN
+    where the link is not cut by one (halfway bounce-back, q = ½, if it crosses a wall)."""
 
     @property
     def kind(self) -> np.ndarray:
@@ -168,6 +174,7 @@ class Geometry:
     _solids: list[tuple[Shape, int, bool]] = attrs.field(factory=list, init=False)
     _faces: dict[str, int] = attrs.field(factory=dict, init=False)
     _open: dict[str, OpenFace] = attrs.field(factory=dict, init=False)
+    _interpolated: dict[int, Shape] = attrs.field(factory=dict, init=False)
 
     @shape.validator
     def _check_shape(self, _, value):
@@ -215,12 +222,57 @@ class Geometry:
         self._solids.append((shape, bc_id, True))
         return bc_id
 
-    def body(self, shape: Shape, velocity: Sequence[float] | None = None) -> int:
+    def body(self, shape: Shape, velocity: Sequence[float] | None = None,
+             interpolated: bool = False) -> int:
         """A solid body with a boundary id of its own (at rest unless ``velocity``), so that
-        forces can be reported for it alone. Returns the id."""
+        forces can be reported for it alone. Returns the id.
+
+        With ``interpolated``, the fluid nodes next to it use interpolated bounce-back with the
+        exact distance to its surface (``shape.link_distance``) instead of the halfway
+        staircase: second order for curved walls (compute 'lbm', pull streaming)."""
         bc_id = self.boundary(velocity if velocity is not None else (0.0,) * self.dim)
         self._solids.append((shape, bc_id, True))
+        if interpolated:
+            self._interpolated[bc_id] = shape
         return bc_id
+
+    def _curved(self, lattice: Lattice, fluid: np.ndarray, halo_solid: np.ndarray,
+                halo_bc: np.ndarray, lower, shape) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted flat indices, q table) of the fluid nodes with links cut by interpolated
+        bodies (see :attr:`NodeTags.curved_q`)."""
+        if not self._interpolated:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, lattice.q))
+        coords = [np.broadcast_to(c, fluid.shape).reshape(-1)
+                  for c in self._coords(lower, shape)]
+        ids = np.array(sorted(self._interpolated))
+        cut_q: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for i in range(1, lattice.q):
+            c = [int(v) for v in lattice.c[i]]
+            window = tuple(slice(1 - ci, 1 - ci + n) for ci, n in
+                           zip(reversed(c), reversed(shape), strict=True))
+            up_bc = halo_bc[window].reshape(-1)
+            cut = fluid.reshape(-1) & halo_solid[window].reshape(-1) & np.isin(up_bc, ids)
+            if not cut.any():
+                continue
+            flat = np.flatnonzero(cut)
+            q = np.full(len(flat), np.nan)
+            points = np.stack([x[flat] for x in coords], axis=1)
+            for a, n in enumerate(self.shape):  # a link that wraps: move the node instead
+                if self.periodic[a]:
+                    up = points[:, a] - c[a]
+                    points[:, a] += np.where(up < 0, n, 0) - np.where(up >= n, n, 0)
+            for body in np.unique(up_bc[flat]):
+                sel = up_bc[flat] == body
+                q[sel] = self._interpolated[int(body)].link_distance(points[sel],
+                                                                     -np.array(c, float))
+            # a link whose solid end the ray does not reach (another shape covers it): halfway
+            cut_q[i] = (flat, np.where(np.isfinite(q) & (q > 0), q, 0.5))
+        nodes = np.unique(np.concatenate([flat for flat, _ in cut_q.values()])) if cut_q \
+            else np.zeros(0, dtype=np.int64)
+        table = np.full((len(nodes), lattice.q), np.nan)
+        for i, (flat, q) in cut_q.items():
+            table[np.searchsorted(nodes, flat), i] = q
+        return nodes.astype(np.int64), table
 
     def fluid(self, shape: Shape) -> None:
         """Turn the nodes inside ``shape`` back into fluid (a difference with earlier walls)."""
@@ -371,6 +423,9 @@ class Geometry:
             plane[axis] = np.full((1,) * self.dim, float(layer))
             open_table[spec.bc_id] = (FACES.index(face), sum(len(v) for v in values))
             values.append(spec.values(tuple(plane), self.dim))
+        curved, curved_q = self._curved(lattice, kind == int(NodeKind.FLUID), halo_solid,
+                                        halo_bc, lower, shape)
+        kind.reshape(-1)[curved] = int(NodeKind.INTERPOLATED)
         if not (~halo_solid[inner]).any() and lower == (0,) * self.dim and shape == self.shape:
             raise ValueError("the geometry has no fluid node: every node is inside a wall; "
                              "check the wall shapes and the domain size")
@@ -387,6 +442,8 @@ class Geometry:
             face_bc_ids=dict(self._faces),
             open_table=open_table,
             open_values=np.concatenate(values) if values else np.zeros((0, 4)),
+            curved_nodes=curved,
+            curved_q=curved_q,
         )
 
 

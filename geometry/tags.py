@@ -52,6 +52,10 @@ class NodeKind(enum.IntEnum):
     """Zero gradient: missing populations copied from the inner neighbour after streaming."""
     FREE_SLIP = 8
     """Specular reflection at the halfway wall beyond the face."""
+    INTERPOLATED = 9
+    """Fluid node with a link cut by a body declared ``interpolated``: those links use
+    interpolated bounce-back (Bouzidi, Firdaouss & Lallemand 2001) with the exact wall distance
+    q of each link (``NodeTags.curved_nodes`` / ``curved_q``); the node then collides."""
 
     @property
     def is_solid(self) -> bool:
@@ -60,7 +64,7 @@ class NodeKind(enum.IntEnum):
     @property
     def is_open(self) -> bool:
         """An open-boundary (or free-slip) node: fluid-like, rebuilt after streaming."""
-        return int(self) >= 3
+        return 3 <= int(self) <= 8
 
 
 SOLID_KINDS = tuple(k for k in NodeKind if k.is_solid)

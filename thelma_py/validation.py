@@ -395,7 +395,8 @@ SCHAEFER_TUREK = {"c_D": (5.57, 5.59), "c_L": (0.0104, 0.0110), "dp": (0.1172, 0
 
 def schaefer_turek(*, device: str = "auto", precision: str = "float64", n: int = 10,
                    reynolds: float = 20.0, u_max: float = 0.1, collision: str = "trt",
-                   radius_offset: float = 0.0, results=()) -> tp.Solver:
+                   radius_offset: float = 0.0, interpolated: bool = True,
+                   results=()) -> tp.Solver:
     """Channel H = 0.41 x L = 2.2 with a cylinder of diameter D = 0.1 centred at (0.2, 0.2);
     ``n`` nodes per diameter (dx = D / n). Parabolic Zou-He inflow of centre speed ``u_max``
     (lattice units), Zou-He pressure outlet ρ = 1, walls half a spacing beyond ±y. Re = U D / ν
@@ -403,7 +404,8 @@ def schaefer_turek(*, device: str = "auto", precision: str = "float64", n: int =
 
     The inlet nodes lie on x = 0 (wet nodes) and the rows at y = (j + 1/2) dx, so the domain is
     (22 n + 1) x 4.1 n nodes; the cylinder (boundary id :data:`CYLINDER_ID`) is the set of
-    nodes within n/2 + ``radius_offset`` of its centre."""
+    nodes within n/2 + ``radius_offset`` of its centre. With ``interpolated`` (default) its
+    links use interpolated bounce-back at the exact circle; without, the halfway staircase."""
     ny = round(4.1 * n)
     if abs(ny - 4.1 * n) > 1e-9:
         raise ValueError(f"n = {n}: H = 4.1 n must be a whole number of nodes (n = 10, 20, ...)")
@@ -420,7 +422,7 @@ def schaefer_turek(*, device: str = "auto", precision: str = "float64", n: int =
     geometry.inlet("-x", velocity=inflow)
     geometry.outlet("+x", rho=1.0)
     body = geometry.body(tp.geometry.Cylinder((2.0 * n, 2.0 * n - 0.5),
-                                                 n / 2.0 + radius_offset))
+                                              n / 2.0 + radius_offset), interpolated=interpolated)
     compute = tp.plugin("compute", "lbm", nu=nu, collision=collision)
     assert body == CYLINDER_ID
     return tp.compose("D2Q9", geometry, compute, results=list(results), device=device,

@@ -24,6 +24,7 @@ from thelma_py.modules.compute.lbm.collision import (
     collide,
     trt_omega_minus,
 )
+from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
 from thelma_py.modules.compute.lbm.sparse import STORAGES, create_sparse
@@ -103,9 +104,10 @@ class Lbm(RelaxationTime):
         return Relaxation(lattice, "mrt", tuple(float(v) for v in s))
 
     def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,
-                      boundaries: tuple = ()) -> str:
+                      boundaries: tuple = (), interpolated: bool = False) -> str:
         """The generated CUDA source of this configuration (what ``thelma kernels`` prints);
-        ``boundaries`` lists the (node kind, face) pairs of open boundaries to handle."""
+        ``boundaries`` lists the (node kind, face) pairs of open boundaries to handle,
+        ``interpolated`` adds interpolated bounce-back for curved bodies."""
         from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
         from thelma_py.modules.compute.lbm.sparse_kernels import generate_sparse
 
@@ -118,7 +120,8 @@ class Lbm(RelaxationTime):
             real="float" if np.dtype(dtype) == np.float32 else "double", scheme=self.streaming,
             force=self.force, moving_walls=moving_walls, block=options["block"],
             min_blocks=options["min_blocks"],
-            streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries))
+            streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
+            interpolated=interpolated))
 
     def check(self, lattice: Lattice) -> None:
         if self.force is not None and len(self.force) != lattice.d:
@@ -133,6 +136,11 @@ class Lbm(RelaxationTime):
             raise ValueError(f"{neighbour[0].lower().replace('_', '-')} boundaries read a "
                              "neighbour's streamed populations, which the in-place AA scheme "
                              "overwrites in the same step; use streaming='pull' or 'push'")
+        if len(tags.curved_nodes) and (self.streaming != "pull" or self.storage == "sparse"):
+            raise ValueError("interpolated bodies read the post-collision populations of two "
+                             "nodes per link, which only the dense pull scheme holds; use "
+                             "streaming='pull', storage='dense' (or a body without "
+                             "interpolated=True)")
         if self.storage == "sparse":
             return create_sparse(self, lattice, tags, backend, dtype)
         if backend.is_gpu:
@@ -147,8 +155,9 @@ class NumpyLbm(ComputeEngine):
 
     State: post-collision populations ``f`` of shape (Q, *S) where S = (Nz, Ny, Nx), x fastest.
     One step pulls f_i(x) from x − c_i (periodic wrap; links into walls bounce back), rebuilds
-    the missing populations of open-boundary nodes (:mod:`.open_nodes`), then collides. Solid
-    nodes keep their values.
+    the missing populations of open-boundary nodes (:mod:`.open_nodes`), overwrites the links
+    of interpolated bodies (:mod:`.interpolated`), then collides. Solid nodes keep their
+    values.
     """
 
     def __init__(self, params: Lbm, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -157,6 +166,7 @@ class NumpyLbm(ComputeEngine):
         self.relax = params.relaxation(lattice)
         self.walls = WallLinks(lattice, tags, dtype)
         self.open = OpenNodes(lattice, tags, dtype)
+        self.curved = CurvedLinks(lattice, tags, dtype)
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape
         self.f = np.zeros((lattice.q, *self.shape), dtype=dtype)
@@ -208,6 +218,8 @@ class NumpyLbm(ComputeEngine):
             new = self.stream(self.f, out=self._spare)
             if self.open:
                 self.open.apply(new)
+            if self.curved:  # after the open rules: their neighbour copies see halfway values
+                self.curved.apply(self.f, new)
             flat = new.reshape(q, -1)
             for block in self._blocks:
                 post, _, _ = collide(self.relax, list(flat[:, block]), identity_let, self.omega,

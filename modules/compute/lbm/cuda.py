@@ -16,6 +16,7 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import CUDA_OPTIONS, layouts
+from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import edge_table, kernel_names, tile_flags
 
 GRAPH_STEPS = 32
@@ -44,7 +45,7 @@ class CudaLbm(ComputeEngine):
         self.scheme = params.streaming
         self.source = params.kernel_source(
             lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
-            boundaries=tags.open_kinds)
+            boundaries=tags.open_kinds, interpolated=bool(len(tags.curved_nodes)))
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
         check_memory(backend, self.nodes, self.memory_bytes_per_node,
@@ -66,6 +67,11 @@ class CudaLbm(ComputeEngine):
         self.open_table = xp.asarray(np.ascontiguousarray(tags.open_table, dtype=np.int32))
         values = tags.open_values if len(tags.open_values) else np.zeros((1, 4))
         self.open_values = xp.asarray(values.astype(self.dtype).reshape(-1))
+        curved = CurvedLinks(lattice, tags, self.dtype)  # weights of interpolated links
+        self.n_curved = np.int32(len(curved.nodes))
+        self.curved_nodes = xp.asarray(np.append(curved.nodes, 0).astype(np.int32))
+        self.curved_weights = xp.asarray(np.append(curved.table.reshape(-1), 0.0)
+                                         .astype(self.dtype))
         buffers = 1 if self.scheme == "aa" else 2
         q = lattice.q
         self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(buffers)]
@@ -193,7 +199,8 @@ class CudaLbm(ComputeEngine):
         args = (*arrays, self.tag_words, self.tile_flags, self.bc, self.edge_bc,
                 np.int32(self.periodic), self.omega, self.omega_minus, np.int32(self.nx),
                 np.int32(self.ny), np.int32(self.nz), self.rho, self.u, self.open_table,
-                self.open_values, np.int32(y0), np.int32(z0))
+                self.open_values, np.int32(y0), np.int32(z0), self.curved_nodes,
+                self.curved_weights, self.n_curved)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
         if not advance:
             return

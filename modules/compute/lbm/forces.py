@@ -7,8 +7,10 @@ c_ī f*_ī − c_i f_i, so
 
     F_body = − Σ_links c_i (2 f*_ī(x) + term_i(x)),
 
-summed over the links whose solid end carries the body's boundary id. Links whose upstream
-lies beyond an open face are rebuilt by the boundary rule, not bounced, and are left out.
+summed over the links whose solid end carries the body's boundary id. Links of interpolated
+bodies come back as the interpolated f_i (:mod:`.interpolated`), so they give
+− c_i (f*_ī(x) + f_i(x)). Links whose upstream lies beyond an open face are rebuilt by the
+boundary rule, not bounced, and are left out.
 The same array operations run on NumPy or CuPy arrays (no kernel).
 """
 
@@ -19,6 +21,7 @@ import numpy as np
 from thelma_py.geometry.domain import FACES, NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import wall_momentum
+from thelma_py.modules.compute.lbm.interpolated import CurvedLinks, interpolated_bounce
 
 
 class MomentumExchange:
@@ -27,6 +30,9 @@ class MomentumExchange:
     def __init__(self, lattice: Lattice, tags: NodeTags, dtype, xp=np):
         self.lattice, self.xp = lattice, xp
         self.links: dict[int, list[tuple[int, object, object]]] = {}
+        self.curved: dict[int, list[tuple]] = {}
+        """body -> [(i, flat x, flat x + c_i, weights, term or None)] of interpolated links."""
+        curved = CurvedLinks(lattice, tags, dtype)
         shape = tags.tags.shape
         open_faces = {FACES[int(face)] for face in tags.open_table[:, 0] if face >= 0}
         coords = np.indices(shape).reshape(len(shape), -1)[::-1]  # local x, y[, z]
@@ -45,6 +51,16 @@ class MomentumExchange:
             window = tuple(slice(1 - c, 1 - c + n) for c, n in
                            zip(reversed(lattice.c[i].tolist()), shape, strict=True))
             body = tags.halo_bc_id[window].reshape(-1)[flat]
+            if i in curved.links:
+                c_flat, c_next, c_w, c_term = curved.links[i]
+                keep &= ~np.isin(flat, c_flat)
+                c_body = body[np.searchsorted(flat, c_flat)]
+                for b in np.unique(c_body):
+                    sel = c_body == b
+                    self.curved.setdefault(int(b), []).append(
+                        (i, xp.asarray(c_flat[sel]), xp.asarray(c_next[sel]),
+                         xp.asarray(c_w[:, sel]),
+                         None if c_term is None else xp.asarray(c_term[sel])))
             row = tags.bc_table[body]
             term = np.asarray(wall_momentum(lattice, i, [row[:, a] for a in range(lattice.d)],
                                             row[:, 3]), dtype=np.float64) * np.ones(len(flat))
@@ -55,7 +71,7 @@ class MomentumExchange:
 
     @property
     def bodies(self) -> list[int]:
-        return sorted(self.links)
+        return sorted(set(self.links) | set(self.curved))
 
     def __call__(self, f_post) -> dict[int, np.ndarray]:
         """{body id: force (D,) as float64 host array} for the populations f* (Q, *S)."""
@@ -63,10 +79,16 @@ class MomentumExchange:
         flat = f_post.reshape(q, -1)
         opposite = self.lattice.opposite
         out = {}
-        for body, links in self.links.items():
+        for body in self.bodies:
             total = np.zeros(d)
-            for i, index, term in links:
+            for i, index, term in self.links.get(body, ()):
                 exchanged = float((2.0 * flat[opposite[i]][index] + term).sum())
+                total -= self.lattice.c[i].astype(np.float64) * exchanged
+            for i, index, nxt, w, term in self.curved.get(body, ()):
+                j = opposite[i]
+                back = interpolated_bounce(w, flat[j][index], flat[j][nxt], flat[i][index],
+                                           0.0 if term is None else term)
+                exchanged = float((flat[j][index] + back).sum())
                 total -= self.lattice.c[i].astype(np.float64) * exchanged
             out[body] = total
         return out

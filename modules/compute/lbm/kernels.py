@@ -27,6 +27,7 @@ from thelma_py.geometry.tags import LINK_SHIFT, OPEN_KINDS, TagLayout
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
+from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
 
 SCHEMES = ("pull", "push", "aa")
 TILE = 32
@@ -53,6 +54,15 @@ class KernelConfig:
     boundaries: tuple = attrs.field(default=(), converter=lambda v: tuple(sorted(
         (str(k), str(f)) for k, f in v)))
     """(node kind name, face) pairs of the open boundaries present; () for none."""
+    interpolated: bool = attrs.field(default=False)
+    """INTERPOLATED nodes present (bodies with interpolated bounce-back; pull only)."""
+
+    @interpolated.validator
+    def _check_interpolated(self, _, value):
+        if value and self.scheme != "pull":
+            raise ValueError("interpolated bodies read the post-collision populations of two "
+                             "nodes per link, which only the pull scheme holds; use "
+                             "streaming='pull'")
 
     @boundaries.validator
     def _check_boundaries(self, _, value):
@@ -172,7 +182,9 @@ def _signature(cfg: KernelConfig, name: str) -> str:
             "    real_t omega, real_t omega_minus, int nx, int ny, int nz,\n"
             "    real_t* __restrict__ rho_out, real_t* __restrict__ u_out,\n"
             "    const int* __restrict__ open_table, const real_t* __restrict__ open_values,\n"
-            "    int y0, int z0)")
+            "    int y0, int z0,\n"
+            "    const int* __restrict__ curved_nodes, const real_t* __restrict__ curved_weights,"
+            " int n_curved)")
 
 
 def _reads(cfg: KernelConfig, parity: str) -> tuple[list[str], list[str]]:
@@ -263,7 +275,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
              "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)];"]
     lines += loads
     lines += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;"]
-    if cfg.boundaries:  # open-boundary kinds stream and collide; only walls stop here
+    if cfg.boundaries or cfg.interpolated:  # those kinds stream and collide; walls stop
         lines += ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"] + fixups
         lines += _open_call(cfg)
     else:
@@ -295,7 +307,7 @@ def _open_call(cfg: KernelConfig) -> list[str]:
     return ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) {",
             f"    real_t fb[{q}] = {{{values}}};",
             f"    open_boundary(fb, tag, x, y, z, nx, ny, nz, periodic, {buffer}, tags, bc, "
-            "edge_bc, open_table, open_values);",
+            "edge_bc, open_table, open_values, curved_nodes, curved_weights, n_curved);",
             f"    {back}",
             "}"]
 
@@ -357,6 +369,33 @@ def _local_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
     return lines
 
 
+def _interpolated_arm(cfg: KernelConfig) -> list[str]:
+    """Links of an INTERPOLATED node: its weight row is found by binary search in the sorted
+    node list, then each cut link takes :func:`.interpolated.interpolated_bounce` (traced)."""
+    lat = cfg.lattice
+    row = 3 * (lat.q - 1)
+    lines = ["const int n = x + nx * (y + ny * z);",
+             "int lo = 0, hi = n_curved - 1;",
+             "while (lo < hi) { const int mid = (lo + hi) >> 1; "
+             "if (curved_nodes[mid] < n) lo = mid + 1; else hi = mid; }",
+             f"const real_t* w = curved_weights + (size_t){row} * lo;"]
+    for i in range(1, lat.q):
+        j = lat.opposite[i]
+        cx, cy, cz = _c3(lat, i)
+        beyond = (f"((x + ({cx}) + nx) % nx) + nx * (((y + ({cy}) + ny) % ny) + ny * "
+                  f"((z + ({cz}) + nz) % nz))")
+        weights = [Expr(f"w[{3 * (i - 1) + k}]", atom=True) for k in range(3)]
+        setup, term = _wall_term(cfg, i) if cfg.moving_walls else ("", "")
+        value = interpolated_bounce(weights, Expr(f"src[{j} * N + n]", atom=True),
+                                    Expr("next", atom=True), Expr(f"src[{i} * N + n]", atom=True),
+                                    Expr(term) if term else 0.0)
+        # x + c_i is read only where it is fluid (b != 0): elsewhere it may be beyond the box
+        lines.append(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup} "
+                     f"const real_t next = {weights[1]} != (real_t)0 ? "
+                     f"src[{j} * N + {beyond}] : (real_t)0; f[{i}] = {value}; }}")
+    return lines
+
+
 def _open_function(cfg: KernelConfig) -> str:
     """``open_boundary``: one arm per (kind, face) present, each traced from
     :mod:`.boundaries`. __noinline__ keeps its registers out of the bulk path."""
@@ -366,13 +405,15 @@ def _open_function(cfg: KernelConfig) -> str:
             " const int periodic, const real_t* __restrict__ src,"
             " const tag_t* __restrict__ tags, const real_t* __restrict__ bc,"
             " const int* __restrict__ edge_bc, const int* __restrict__ open_table,"
-            " const real_t* __restrict__ open_values)")
+            " const real_t* __restrict__ open_values, const int* __restrict__ curved_nodes,"
+            " const real_t* __restrict__ curved_weights, const int n_curved)")
     body = ["const size_t N = (size_t)nx * ny * nz;",
             "const int id = (int)((tag >> TAG_BC_SHIFT) & TAG_BC_MASK);",
             "const unsigned kind = (unsigned)(tag & TAG_KIND_MASK);",
             "const int face = open_table[2 * id];",
             "const int base = open_table[2 * id + 1];",
-            "(void)N; (void)base; (void)src; (void)tags; (void)bc; (void)edge_bc;"]
+            "(void)N; (void)base; (void)src; (void)tags; (void)bc; (void)edge_bc;",
+            "(void)face; (void)curved_nodes; (void)curved_weights; (void)n_curved;"]
     body += [f"const real_t a{i} = f[{i}];" for i in range(q)]
     body += [f"(void)a{i};" for i in range(q)]
     for kind, face_name in cfg.boundaries:
@@ -382,6 +423,10 @@ def _open_function(cfg: KernelConfig) -> str:
         body.append(f"if (kind == KIND_{kind} && face == {face}) {{  // {kind} {face_name}")
         body += ["    " + line for line in arm]
         body += ["    return;", "}"]
+    if cfg.interpolated:
+        body.append("if (kind == KIND_INTERPOLATED) {")
+        body += ["    " + line for line in _interpolated_arm(cfg)]
+        body.append("}")
     return head + "\n{\n" + "\n".join("    " + line for line in body) + "\n}\n"
 
 
@@ -389,7 +434,7 @@ def generate(cfg: KernelConfig) -> str:
     """The complete CUDA source for one configuration (deterministic text)."""
     parities = ("even", "odd") if cfg.scheme == "aa" else ("",)
     parts = [_header(cfg), _WALL_ID]
-    if cfg.boundaries:
+    if cfg.boundaries or cfg.interpolated:
         parts.append(_open_function(cfg))
     for parity in parities:
         for store in (False, True):

@@ -27,6 +27,21 @@ def plane_index(face: int, coords: tuple[np.ndarray, ...], shape_xyz: tuple[int,
     return index
 
 
+def offset_nodes(coords, offset, shape, periodic) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices of the nodes at ``coords`` (x, y[, z] arrays) + ``offset``, wrapped on
+    periodic axes, and whether each lies inside the box (outside: clipped, not to be read)."""
+    inside = np.ones(len(coords[0]), dtype=bool)
+    moved = []
+    for a, (x, d, n) in enumerate(zip(coords, offset, reversed(shape), strict=True)):
+        s = x + int(d)
+        if periodic[a]:
+            s = s % n
+        else:
+            inside &= (s >= 0) & (s < n)
+        moved.append(np.clip(s, 0, n - 1))
+    return np.ravel_multi_index(tuple(reversed(moved)), shape), inside
+
+
 @attrs.define
 class Group:
     kind: str
@@ -59,17 +74,7 @@ class OpenNodes:
                 normal = boundaries.face_normal(lattice, face)
                 if boundaries.is_neighbour_kind(kind.name):
                     for i, (k, offset) in boundaries.sources(lattice, kind.name, normal).items():
-                        ok = np.ones(len(flat), dtype=bool)
-                        source = []
-                        for a, (x, d, n) in enumerate(zip(coords, offset, shape_xyz,
-                                                          strict=True)):
-                            s = x + d
-                            if tags.periodic[a]:
-                                s = s % n
-                            else:
-                                ok &= (s >= 0) & (s < n)
-                            source.append(np.clip(s, 0, n - 1))
-                        src = np.ravel_multi_index(tuple(reversed(source)), shape)
+                        src, ok = offset_nodes(coords, offset, shape, tags.periodic)
                         ok &= ~solid[src]
                         group.copies.append((i, k, np.flatnonzero(ok), src[ok]))
                 else:
@@ -108,4 +113,4 @@ def open_kind_names(tags: NodeTags) -> set[str]:
     return {name for name, _ in tags.open_kinds}
 
 
-__all__ = ["NodeKind", "OpenNodes", "open_kind_names", "plane_index"]
+__all__ = ["NodeKind", "OpenNodes", "offset_nodes", "open_kind_names", "plane_index"]

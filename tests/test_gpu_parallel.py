@@ -165,3 +165,25 @@ def test_two_ranks_sharing_one_gpu_equal_one_gpu_bit_for_bit():
     out = run_gpus(2, "float64", "lid", "overlap", env={"CUDA_VISIBLE_DEVICES": "0",
                                                         "THELMA_HALO": "auto"})
     assert "identical: lid float64 overlap, 2 ranks" in out and "over mpi" in out
+
+
+def test_edge_table_of_a_rank_with_a_ghost_layer_beyond_the_lid_matches_one_domain():
+    """The top rank of a z cut stores a ghost layer beyond the lid: a link from the lid edge
+    to (y = −1, ghost z) lies beyond −y *and* +z, where the lid (declared last) wins, as in one
+    domain; the table bounds the domain's own layers so that wall_id finds that corner."""
+    from thelma_py.geometry import Geometry
+    from thelma_py.modules.compute.lbm.kernels import edge_table
+
+    lattice = LATTICES["D3Q19"]
+    geo = Geometry((12, 10, 16), periodic=(True, False, False))
+    geo.edge("+z", velocity=(0.05, 0.0, 0.0))
+    whole = edge_table(geo.evaluate(lattice))
+    assert list(whole[27:]) == [0, 11, 0, 9, 0, 15]
+    top = edge_table(geo.evaluate(lattice, (0, 0, 7), (12, 10, 10), ghost=True))
+    bottom = edge_table(geo.evaluate(lattice, (0, 0, -1), (12, 10, 10), ghost=True))
+    assert list(top[27:]) == [0, 11, 0, 9, 0, 8]      # layer 9 is beyond +z
+    assert list(bottom[27:]) == [0, 11, 0, 9, 1, 9]   # layer 0 is beyond -z
+    # regions owned nodes can reach: not below the top rank, not above the bottom one
+    np.testing.assert_array_equal(top[9:27], whole[9:27])
+    np.testing.assert_array_equal(bottom[:18], whole[:18])
+    assert top[1 + 3 * 0 + 9 * 2] == geo.evaluate(lattice).face_bc_ids["+z"]

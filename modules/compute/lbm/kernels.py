@@ -153,7 +153,9 @@ def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", 
 
 _WALL_ID = """
 // Boundary row of the (solid) node at unwrapped coordinates (X, Y, Z): from its tag when it is
-// stored, else from the edge table indexed by which faces it lies beyond (27 regions).
+// stored, else from the edge table indexed by which faces of the domain it lies beyond (27
+// regions). edge_bc[27..32] bound the domain's own layers in the stored box along x, y, z
+// (the whole box, except on a distributed rank whose ghost layer lies beyond a face).
 __device__ __forceinline__ int wall_id(int X, int Y, int Z, int nx, int ny, int nz, int periodic,
                                        const tag_t* __restrict__ tags,
                                        const int* __restrict__ edge_bc)
@@ -161,11 +163,11 @@ __device__ __forceinline__ int wall_id(int X, int Y, int Z, int nx, int ny, int 
     if (periodic & 1) X = (X + nx) % nx;
     if (periodic & 2) Y = (Y + ny) % ny;
     if (periodic & 4) Z = (Z + nz) % nz;
-    const int ox = X < 0 ? 0 : (X >= nx ? 2 : 1);
-    const int oy = Y < 0 ? 0 : (Y >= ny ? 2 : 1);
-    const int oz = Z < 0 ? 0 : (Z >= nz ? 2 : 1);
-    if (ox == 1 && oy == 1 && oz == 1)
+    if (X >= 0 && X < nx && Y >= 0 && Y < ny && Z >= 0 && Z < nz)
         return (int)((tags[X + nx * (Y + ny * Z)] >> TAG_BC_SHIFT) & TAG_BC_MASK);
+    const int ox = X < edge_bc[27] ? 0 : (X > edge_bc[28] ? 2 : 1);
+    const int oy = Y < edge_bc[29] ? 0 : (Y > edge_bc[30] ? 2 : 1);
+    const int oz = Z < edge_bc[31] ? 0 : (Z > edge_bc[32] ? 2 : 1);
     return edge_bc[ox + 3 * oy + 9 * oz];
 }
 """
@@ -443,12 +445,22 @@ def generate(cfg: KernelConfig) -> str:
 
 
 def edge_table(tags) -> np.ndarray:
-    """Boundary ids of the 27 regions beyond the faces, in wall_id's (ox + 3 oy + 9 oz) order."""
+    """Boundary ids of the 27 regions beyond the faces, in wall_id's (ox + 3 oy + 9 oz) order,
+    then (first, last) stored layer inside the domain along x, y, z (all layers, except where
+    a distributed rank's ghost layer lies beyond a non-periodic face)."""
     halo = tags.halo_bc_id
     if halo.ndim == 2:
         halo = halo[None]
     nz, ny, nx = halo.shape
-    table = np.zeros(27, dtype=np.int32)
+    table = np.zeros(27 + 6, dtype=np.int32)
+    stored = tuple(reversed(tags.tags.shape)) + (1,) * (3 - tags.tags.ndim)
+    lower = tuple(tags.lower) + (0,) * (3 - len(tags.lower))
+    total = tuple(tags.global_shape) + (1,) * (3 - len(tags.global_shape))
+    periodic = tuple(tags.periodic) + (True,) * (3 - len(tags.periodic))
+    for a in range(3):
+        inside = (0, stored[a] - 1) if periodic[a] else (
+            max(0, -lower[a]), min(stored[a], total[a] - lower[a]) - 1)
+        table[27 + 2 * a: 29 + 2 * a] = inside
     for oz in range(3):
         for oy in range(3):
             for ox in range(3):

@@ -29,12 +29,14 @@ from thelma_py.backend import select_backend
 from thelma_py.geometry import domain
 from thelma_py.lattice import lattice_by_name
 
-CASES = ("periodic", "cavity", "shell", "probe", "obstacles")
+CASES = ("periodic", "cavity", "shell", "probe", "obstacles", "porous")
 """periodic: fully periodic box; cavity: closed box, walls beyond the faces, moving lid;
 shell: the same box with a one-node solid shell stored in the lattice and a moving lid layer;
 probe: periodic box with one solid node (runs the wall-aware kernel with one flagged tile);
 obstacles: channel along the last axis (z, or y in 2D) with a Zou-He velocity inlet, a pressure
-outlet, walls beyond the other faces and a sphere (disc) of diameter size/4."""
+outlet, walls beyond the other faces and a sphere (disc) of diameter size/4; porous: periodic
+box of random overlapping solid spheres at a given fluid fraction, MLUPS counted over fluid
+nodes (:mod:`thelma_py.bench_porous`)."""
 
 
 @attrs.frozen
@@ -49,11 +51,16 @@ class BenchConfig:
     block: int = 128
     min_blocks: int = 0
     streaming_stores: bool = False
+    storage: str = "dense"
+    fluid_fraction: float = attrs.field(default=0.3, converter=float)
+    """Porous case only: the fluid fraction asked of the medium."""
 
     @property
     def label(self) -> str:
         tuning = (f" m{self.min_blocks}" if self.min_blocks else "") + (
-            " stcs" if self.streaming_stores else "")
+            " stcs" if self.streaming_stores else "") + (
+            f" {self.storage}" if self.storage != "dense" else "") + (
+            f" {self.fluid_fraction:.0%}" if self.case == "porous" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -61,8 +68,13 @@ class BenchConfig:
                 f"{tuning}")
 
 
-def geometry_for(case: str, size: int, dim: int) -> domain.Geometry:
+def geometry_for(case: str, size: int, dim: int, fluid_fraction: float = 0.3
+                 ) -> domain.Geometry:
     shape = (size,) * dim
+    if case == "porous":
+        from thelma_py.bench_porous import porous_geometry
+
+        return porous_geometry(size, dim, fluid_fraction)
     lid = (0.05, 0.0, 0.0)[:dim]
     top = "+z" if dim == 3 else "+y"
     if case == "periodic":
@@ -114,18 +126,18 @@ def copy_bandwidth(cp, nbytes: int = 4 << 30, repeats: int = 10) -> float:
 
 
 @functools.lru_cache(maxsize=2)
-def _tags(case: str, size: int, lattice_name: str):
+def _tags(case: str, size: int, lattice_name: str, fluid_fraction: float = 0.3):
     lattice = lattice_by_name(lattice_name)
-    geo = geometry_for(case, size, lattice.d)
+    geo = geometry_for(case, size, lattice.d, fluid_fraction)
     return geo, geo.evaluate(lattice)
 
 
 def build_engine(cfg: BenchConfig, backend):
     lattice = lattice_by_name(cfg.lattice)
-    geo, tags = _tags(cfg.case, cfg.size, cfg.lattice)
+    geo, tags = _tags(cfg.case, cfg.size, cfg.lattice, cfg.fluid_fraction)
     extra = {}
     if cfg.compute == "lbm":
-        extra = {"collision": cfg.collision, "streaming": cfg.streaming,
+        extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores}}
     params = registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -136,7 +148,8 @@ def build_engine(cfg: BenchConfig, backend):
     rho = 1.0 + 0.01 * rng.standard_normal(shape)
     u = 0.02 * rng.standard_normal((lattice.d, *shape))
     engine.initialize(backend.to_device(rho.astype(dtype)), backend.to_device(u.astype(dtype)))
-    return engine, geo.node_count
+    # the nodes the engine updates: sparse storage holds and updates the fluid nodes only
+    return engine, int(tags.fluid.sum()) if cfg.storage == "sparse" else geo.node_count
 
 
 def time_engine(cp, engine, nodes: int, target_seconds: float = 0.25, repeats: int = 7) -> dict:
@@ -159,7 +172,7 @@ def time_engine(cp, engine, nodes: int, target_seconds: float = 0.25, repeats: i
         stop.synchronize()
         seconds = cp.cuda.get_elapsed_time(start, stop) / 1e3
         mlups.append(nodes * steps / seconds / 1e6)
-    rho, _ = engine.macroscopic()
+    rho, _ = getattr(engine, "fluid_macroscopic", engine.macroscopic)()  # no dense copy
     if not bool(cp.isfinite(rho).all()):
         raise RuntimeError("benchmark state went non-finite")
     return {"mlups": statistics.median(mlups), "mlups_min": min(mlups),
@@ -175,6 +188,10 @@ def run_config(cp, backend, cfg: BenchConfig, copy_bw: float) -> dict:
               "bytes_per_node": bytes_per_node,
               "memory_bytes_per_node": engine.memory_bytes_per_node,
               "bandwidth_GBs": achieved / 1e9, "fraction_of_copy": achieved / copy_bw}
+    if cfg.case == "porous":
+        from thelma_py.bench_porous import per_fluid_node
+
+        record.update(per_fluid_node(record, engine.tags))
     del engine
     cp.get_default_memory_pool().free_all_blocks()
     return record
@@ -241,21 +258,35 @@ def markdown_table(payload: dict) -> str:
                      f" | {r['case']} | {r['size']}³ | {r['mlups']:.0f} | {r['mlups_min']:.0f}-"
                      f"{r['mlups_max']:.0f} | {r['bytes_per_node']} | {r['bandwidth_GBs']:.0f} | "
                      f"{r['fraction_of_copy']:.1%} | {r['memory_bytes_per_node']} |")
-    for r in payload.get("largest", []):
+    for r in [r for r in payload.get("largest", []) if r.get("case") != "porous"]:
         gb = r["size"] ** 3 * r["memory_bytes_per_node"] / 1e9
         ran = f"ran at {r['mlups']:.0f} MLUPS" if r.get("ran") else f"not run ({r.get('error')})"
         lines += ["", f"Largest D3Q19 {r['precision']} {r['streaming']} {r['case']} domain in "
                       f"{(r.get('memory_limit_bytes') or r['free_bytes']) / 1e9:.0f} GB: "
                       f"{r['size']}³ ({r['memory_bytes_per_node']} B/node, {gb:.1f} GB), {ran}."]
-    return "\n".join(lines) + "\n"
+    from thelma_py.bench_porous import porous_section
+
+    return "\n".join(lines) + "\n" + porous_section(payload)
 
 
 def _ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v]
 
 
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",") if v]
+
+
 def _words(text: str) -> list[str]:
     return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
+    """Skip what a sweep would repeat or cannot run: fluid fractions of cases that are not
+    porous, sparse storage outside LBM pull."""
+    if cfg.case != "porous" and cfg.fluid_fraction != first_fraction:
+        return False
+    return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming == "pull")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -273,6 +304,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="minimum blocks per SM for __launch_bounds__ (0: compiler)")
     parser.add_argument("--streaming-stores", type=_ints, default=[0],
                         help="0,1: sweep evict-first stores")
+    parser.add_argument("--storage", type=_words, default=["dense"],
+                        help="lbm node storage: dense,sparse (sparse runs pull only)")
+    parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
+                        help="porous case: fluid fractions of the medium, e.g. 0.1,0.3,0.6")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 fp32, in-place)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,
@@ -292,9 +327,10 @@ def run(args: argparse.Namespace) -> int:
     copy_bw = copy_bandwidth(cp)
     print(f"device: {env['device']}  cupy {env['cupy']}  commit {env['commit']}  {env['date']}")
     print(f"copy bandwidth (read + write): {copy_bw / 1e9:.0f} GB/s")
-    configs = [BenchConfig(*values) for values in itertools.product(
+    configs = [cfg for cfg in (BenchConfig(*values) for values in itertools.product(
         args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
-        args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores])]
+        args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
+        args.storage, args.fluid_fraction)) if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
               f"{'GB/s':>7} {'of copy':>8} {'mem B/node':>10}")
@@ -328,6 +364,10 @@ def run(args: argparse.Namespace) -> int:
                   f"{rec['size'] ** 3 * rec['memory_bytes_per_node'] / 1e9:.1f} GB) "
                   + (f"ran at {rec['mlups']:.0f} MLUPS" if rec.get("ran") else
                      f"not run: {rec.get('error')}"))
+        if "porous" in args.cases:
+            from thelma_py.bench_porous import largest_porous
+
+            largest += largest_porous(backend, limit)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,

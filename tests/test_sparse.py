@@ -221,3 +221,16 @@ def test_probes_and_vtk_work_unchanged_with_sparse_storage(tmp_path):
 
     dense, sparse = run("dense"), run("sparse")
     assert sparse == dense
+
+
+def test_solver_summary_gives_bytes_per_lattice_node_like_its_mlups():
+    import thelma_py as tp
+
+    geo = porous_geometry(LATTICES["D2Q9"])
+    solver = tp.compose("D2Q9", geo, tp.plugin("compute", "lbm", nu=0.05, storage="sparse"),
+                        device="cpu")
+    solver.run(steps=3)
+    fraction = solver.tags.fluid.mean()
+    assert 0.3 < fraction < 0.7
+    assert np.isclose(solver.summary()["bytes_per_node"],
+                      solver.engine.traffic_bytes_per_node * fraction)

@@ -404,7 +404,8 @@ class Solver:
         the fraction of it this run reached (None otherwise)."""
         rates = self.batch_mlups()
         bandwidth = getattr(self.backend, "copy_bandwidth", None)  # bytes/s, if measured
-        traffic = self.engine.traffic_bytes_per_node
+        # per lattice node, like the MLUPS: sparse engines count per stored (fluid) node
+        traffic = self.engine.traffic_bytes_per_node * getattr(self.engine, "stored_fraction", 1)
         fraction = (None if not bandwidth or not math.isfinite(self.mlups)
                     else round(self.mlups * 1e6 * traffic / bandwidth, 4))
         return {

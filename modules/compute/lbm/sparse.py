@@ -161,6 +161,12 @@ class SparseState:
         are allocated when asked for and not counted."""
         return sparse_bytes_per_node(self.lattice, self.dtype)["memory"]
 
+    @property
+    def stored_fraction(self) -> float:
+        """Stored (fluid) nodes per lattice node: turns per-fluid-node figures into
+        per-lattice-node ones (the solver's MLUPS count every lattice node)."""
+        return self.domain.fluid_fraction
+
     def _keep_solid_rho(self, rho_dense, f_dense=None) -> None:
         solid = self.tags.solid
         if f_dense is not None:

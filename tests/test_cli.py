@@ -54,7 +54,8 @@ def test_list_shows_every_kind_with_parameters():
         "results:",
     ]
     assert any(
-        line.startswith("  lbm(nu, collision, magic, mrt_rates, force, streaming, cuda_options)")
+        line.startswith("  lbm(nu, collision, magic, mrt_rates, force, streaming, storage, "
+                        "cuda_options, mrt_odd)")
         for line in lines
     )
     vtk = "  vtk(path, prefix, every, fields, precision, crop, subsample, background): "

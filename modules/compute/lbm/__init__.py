@@ -20,6 +20,7 @@ from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import (
     COLLISIONS,
+    ODD_RATE,
     Relaxation,
     collide,
     trt_omega_minus,
@@ -32,6 +33,8 @@ from thelma_py.registry import register
 from thelma_py.units import RelaxationTime
 
 STREAMING = ("pull", "push", "aa")
+ODD_MOMENTS = ("qx", "qy", "qz", "mx", "my", "mz")
+"""MRT moments that ``mrt_odd='magic'`` relaxes at ω⁻."""
 
 
 def _check_nu(instance, attribute, value):
@@ -82,6 +85,13 @@ class Lbm(RelaxationTime):
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores). Results do not depend on them."""
+    mrt_odd: str = attrs.field(default="magic",
+                               validator=attrs.validators.in_(("magic", "published")))
+    """MRT rate of the odd non-conserved moments (energy flux q, third-order m): 'magic'
+    relaxes them at TRT's ω⁻ for Λ = ``magic`` (Ginzburg & d'Humières 2003: halfway walls at
+    the same place for every ν; no almost undamped mode at Zou-He edges, where the published
+    s_m = 1.98 of D3Q19 diverges); 'published' keeps the constants of d'Humières et al.
+    (2002). ``mrt_rates`` overrides either by name."""
 
     @property
     def omega_minus(self) -> float:
@@ -101,6 +111,10 @@ class Lbm(RelaxationTime):
             raise ValueError(f"MRT is available for D2Q9 and D3Q19, not {lattice.name}; "
                              "use collision='trt' or 'bgk'")
         s = lattice.mrt.rates(float("nan"), **self.mrt_rates)
+        if self.mrt_odd == "magic":
+            for k, name in enumerate(lattice.mrt.names):
+                if name in ODD_MOMENTS and name not in self.mrt_rates:
+                    s[k] = ODD_RATE
         return Relaxation(lattice, "mrt", tuple(float(v) for v in s))
 
     def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,

@@ -20,6 +20,8 @@ from thelma_py.codegen.expr import dot
 from thelma_py.lattice import Lattice
 
 COLLISIONS = ("bgk", "trt", "mrt")
+ODD_RATE = -1.0
+"""In ``Relaxation.mrt_rates``: this moment relaxes at the run-time ω⁻ (TRT's odd rate)."""
 
 
 def moments(lattice: Lattice, f: Sequence, let: Callable, force: Sequence[float] | None = None):
@@ -54,7 +56,8 @@ class Relaxation:
     lattice: Lattice
     kind: str = attrs.field(validator=attrs.validators.in_(COLLISIONS))
     mrt_rates: tuple[float, ...] | None = None
-    """For MRT: the full diagonal of S, with NaN where the rate is the run-time ω."""
+    """For MRT: the full diagonal of S, with NaN where the rate is the run-time ω and
+    :data:`ODD_RATE` where it is the run-time ω⁻."""
 
     def apply(self, g: Sequence, let: Callable, omega, omega_minus=None) -> list:
         """K g for non-equilibrium populations ``g``."""
@@ -79,7 +82,7 @@ class Relaxation:
                 relaxed.append(0.0)
                 continue
             mk = dot(m[k], g)
-            rate = omega if np.isnan(s) else float(s)
+            rate = omega if np.isnan(s) else (omega_minus if s == ODD_RATE else float(s))
             relaxed.append(let(mk * (rate / float(norms[k]))))
         return [dot(m[:, i], relaxed) for i in range(lat.q)]
 

@@ -137,7 +137,7 @@ def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NCCL_NVLS_ENABLE": "0",
                    **(env or {})}
     result = subprocess.run([*launcher(), "-n", str(ranks), sys.executable, "-m", "mpi4py",
-                             str(SCRIPT), *args], capture_output=True, text=True, timeout=300,
+                             str(SCRIPT), *args], capture_output=True, text=True, timeout=150,
                             env=environment)
     output = result.stdout[-3000:] + result.stderr[-4000:]
     assert result.returncode == 0, output
@@ -187,3 +187,107 @@ def test_edge_table_of_a_rank_with_a_ghost_layer_beyond_the_lid_matches_one_doma
     np.testing.assert_array_equal(top[9:27], whole[9:27])
     np.testing.assert_array_equal(bottom[:18], whole[:18])
     assert top[1 + 3 * 0 + 9 * 2] == geo.evaluate(lattice).face_bc_ids["+z"]
+
+
+class _FakeStream:
+    def __init__(self, log, name):
+        self.log, self.name, self.ptr = log, name, 0
+
+    def record(self):
+        self.log.append(("record", self.name))
+        return self.name
+
+    def wait_event(self, event):
+        self.log.append(("wait", self.name, event))
+
+    def __enter__(self):
+        _FakeCuda.current.append(self)
+
+    def __exit__(self, *exc):
+        _FakeCuda.current.pop()
+
+
+class _FakeCuda:
+    current: list = []
+    log: list = []
+
+    @classmethod
+    def get_current_stream(cls):
+        return cls.current[-1]
+
+    @classmethod
+    def Stream(cls, non_blocking=False, priority=None):  # noqa: N802 (cupy's name)
+        return _FakeStream(cls.log, "halo")
+
+
+@pytest.mark.parametrize(("layers", "overlap"), [(10, True), (10, False), (4, True), (3, True)])
+def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers, overlap):
+    """CudaLbm.step_distributed with the kernel launches recorded (no GPU): per step the
+    exchange precedes the boundary layers on the halo stream, the layers launched cover
+    1..L-2 exactly once, only the last step stores ρ and u, and the parity flips per step."""
+    from types import SimpleNamespace
+
+    from thelma_py.modules.compute.lbm.cuda import CudaLbm
+
+    log = _FakeCuda.log
+    log.clear()
+    _FakeCuda.current[:] = [_FakeStream(log, "main")]
+    engine = object.__new__(CudaLbm)
+    engine.cp = SimpleNamespace(cuda=_FakeCuda)
+    engine.buffers, engine.current, engine._halo_stream = ["A", "B"], 0, None
+    engine._cut, engine._layers = "planes", layers
+
+    def launch(store, advance=True, rows=None, planes=None):
+        assert not advance and rows is None
+        log.append(("launch", _FakeCuda.get_current_stream().name, store, planes))
+    engine._launch = launch
+    exchange = SimpleNamespace(exchange=lambda f, stream: log.append(("exchange", stream.name,
+                                                                      f)))
+    engine.step_distributed(3, exchange, overlap=overlap)
+    steps = [[]]
+    for entry in log:
+        steps[-1].append(entry)
+        if entry[0] == "wait" and entry[1] == "main" or (not overlap and entry[0] == "launch"):
+            steps.append([])
+    steps = [s for s in steps if s]
+    assert len(steps) == 3
+    for k, entries in enumerate(steps):
+        launches = [e for e in entries if e[0] == "launch"]
+        covered = sorted(z for e in launches for z in range(e[3][0], e[3][0] + e[3][1]))
+        assert covered == list(range(1, layers - 1))
+        assert all(e[2] == (k == 2) for e in launches)
+        exchanged = [e for e in entries if e[0] == "exchange"]
+        assert len(exchanged) == 1 and exchanged[0][2] == "AB"[k % 2]
+        if overlap:
+            first_halo_launch = next(i for i, e in enumerate(entries)
+                                     if e[0] == "launch" and e[1] == "halo")
+            assert entries.index(exchanged[0]) < first_halo_launch
+            assert exchanged[0][1] == "halo"
+            halo_layers = {e[3][0] for e in launches if e[1] == "halo"}
+            assert halo_layers == {1, layers - 2}
+    assert engine.current == 1
+
+
+def test_scaling_report_renders_measurement_and_model():
+    from thelma_py.bench import markdown_table
+    from thelma_py.bench_ranks import scaling_text
+
+    record = {"scaling": "weak", "ranks": 2, "dims": [1, 1, 2], "case": "periodic",
+              "lattice": "D3Q19", "collision": "bgk", "precision": "float32",
+              "streaming": "pull", "size": 384, "global_shape": [384, 384, 768],
+              "halo": "nccl", "devices": ["NVIDIA H200 (GPU 0)", "NVIDIA H200 (GPU 1)"],
+              "mlups_total": 50000.0, "mlups_per_gpu": 25000.0, "mlups_reference": 25500.0,
+              "efficiency": 0.98, "efficiency_serial": 0.97, "step_ms": 2.26,
+              "step_serial_ms": 2.3, "exchange_ms": 0.05, "reference_step_ms": 2.2,
+              "halo_bytes_per_face": 5898240, "faces": 2, "sent_bytes_per_step": 5898240,
+              "link_bandwidth_GBs": 350.0, "link_latency_us": 12.0, "model_update_ms": 2.2,
+              "model_exchange_ms": 0.029, "predicted_efficiency_serial": 0.987,
+              "predicted_efficiency_overlap": 1.0}
+    payload = {"device": "NVIDIA H200", "driver": 13000, "cupy": "14.2", "commit": "abc",
+               "date": "2026-11-22T02:00:00+00:00", "ranks": 2, "scaling": [record]}
+    table = markdown_table(payload)
+    assert "| weak | periodic | float32 | 384×384×768 | 2 | nccl | 50000 | 25000 | 25500 | " \
+           "98.0% | 97.0% |" in table
+    assert "100.0% | 98.7% |" in table
+    text = scaling_text(record)
+    assert "efficiency 98.0%" in text and "predicted efficiency 98.7% serial" in text

@@ -240,6 +240,10 @@ def environment(cp) -> dict:
 
 def markdown_table(payload: dict) -> str:
     """The results of one bench JSON file as a Markdown table (what BENCHMARKS.md shows)."""
+    if "scaling" in payload:  # thelma bench --ranks
+        from thelma_py.bench_ranks import scaling_table
+
+        return scaling_table(payload)
     copy = payload["copy_bandwidth_GBs"]
     lines = [f"Device: {payload['device']} (driver {payload['driver']}, CuPy {payload['cupy']}), "
              f"commit {payload['commit']}, {payload['date']}. Copy bandwidth measured in the same "
@@ -315,12 +319,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--report", type=Path, default=None,
                         help="print a results JSON file as a Markdown table (no GPU needed)")
+    parser.add_argument("--ranks", action="store_true",
+                        help="multi-GPU scaling under mpiexec, one rank per GPU (runs the first "
+                             "--cases/--precision/--collision/--streaming entry; see "
+                             "thelma_py.bench_ranks)")
+    parser.add_argument("--scaling", default="weak", help="with --ranks: weak or strong")
+    parser.add_argument("--size", type=int, default=384,
+                        help="with --ranks: nodes per edge, size^3 per GPU (weak) or in all "
+                             "(strong)")
+    parser.add_argument("--target-seconds", type=float, default=0.3,
+                        help="with --ranks: seconds per timed batch")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.report:
         print(markdown_table(json.loads(args.report.read_text())), end="")
         return 0
+    if args.ranks:
+        from thelma_py.bench_ranks import scaling_run
+
+        return scaling_run(args)
     backend = select_backend("cuda")
     cp = backend.xp
     env = environment(cp)

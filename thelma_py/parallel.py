@@ -278,6 +278,9 @@ class HaloExchange:
             if t.frm >= 0:  # MPI.PROC_NULL beyond a non-periodic edge: nothing arrives
                 f[t.index(t.recv_layer)] = to_array(received)
 
+    def close(self) -> None:
+        """Nothing to release (the NCCL transport frees its communicator)."""
+
 
 class NcclHaloExchange:
     """The :func:`halo_plan` between GPUs with NCCL (``cupy.cuda.nccl``), one rank per GPU.
@@ -353,6 +356,12 @@ class NcclHaloExchange:
             for op, buffer, _ in ops:  # unpack
                 if op == "recv" and isinstance(buffer, tuple):
                     buffer[0][...] = buffer[1]
+
+    def close(self) -> None:
+        """Free the NCCL communicator; every rank calls it at the same point of the run."""
+        self.cp.cuda.Device().synchronize()
+        self.comm.destroy()
+        self._ops.clear()
 
 
 def nccl_diagnostics() -> str:

@@ -58,6 +58,8 @@ def main(precision: str, case: str, mode: str) -> int:
     pieces = comm.gather((box.lower, box.shape, parts.density(), parts.velocity(),
                           parts.engine.state()["f"], fluid, type(parts.engine.exchange).name),
                          root=0)
+    parts.engine.exchange.close()  # NCCL: all ranks together, before rank 0 works alone
+    comm.Barrier()
     if comm.rank != 0:
         return 0
     whole = build(case, precision, comm=MPI.COMM_SELF)

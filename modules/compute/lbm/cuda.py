@@ -311,10 +311,9 @@ class CudaLbm(ComputeEngine):
         """A non-blocking stream of the highest priority (boundary layers go first)."""
         if self._halo_stream is None:
             cp = self.cp
-            try:
-                _, highest = cp.cuda.runtime.deviceGetStreamPriorityRange()
-                self._halo_stream = cp.cuda.Stream(non_blocking=True, priority=highest)
-            except (AttributeError, TypeError):  # older CuPy: default priority
+            try:  # CUDA clamps a priority beyond the device's range to its highest
+                self._halo_stream = cp.cuda.Stream(non_blocking=True, priority=-1000)
+            except TypeError:  # a CuPy without priorities: the default one
                 self._halo_stream = cp.cuda.Stream(non_blocking=True)
         return self._halo_stream
 

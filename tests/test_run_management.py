@@ -270,3 +270,16 @@ def test_an_unwritable_checkpoint_directory_is_a_clear_error(tmp_path):
     solver = channel([tp.plugin("results", "checkpoint", path=blocker / "ck", every=5)])
     with pytest.raises(OutputDirectoryError, match="cannot write to output directory"):
         solver.run(5)
+
+
+def test_fields_later_on_the_cpu_returns_the_fields_of_the_step_it_was_called_at():
+    geo = tp.geometry.cavity((12, 10), lid_velocity=(0.05, 0.0))
+    solver = tp.compose("D2Q9", geo, tp.plugin("compute", "lbm", nu=0.05), device="cpu")
+    solver.step(20)
+    expected = solver.fields()
+    later = solver.fields_later()
+    solver.step(20)
+    got = later()
+    for name in ("rho", "u", "kind"):
+        np.testing.assert_array_equal(got[name], expected[name])
+    assert not np.array_equal(solver.fields()["u"], got["u"])

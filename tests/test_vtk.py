@@ -202,3 +202,44 @@ def test_vtk_is_imported_only_when_writing():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("points", [70_000, 1 << 18, 5])  # partial last chunk, exact, tiny
+@pytest.mark.parametrize("compression", ["zlib", "none"])
+def test_builtin_writer_files_read_back_with_vtk_like_its_own(tmp_path, points, compression):
+    """The built-in writer (threaded zlib chunks of 1 MiB) against vtk's reader and writer:
+    same arrays, dimensions, origin and spacing; 2^18 float32 vectors fill chunks exactly."""
+    rng = np.random.default_rng(points)
+    nx = 5 if points == 5 else 64
+    node_shape = (points // (nx * nx) or 1, nx if points != 5 else 1, nx)
+    fields = {"rho": rng.random(node_shape), "u": rng.standard_normal((3, *node_shape)),
+              "kind": rng.integers(0, 9, node_shape).astype(np.uint8)}
+    read = {}
+    for writer in ("builtin", "vtk"):
+        path = tmp_path / f"{writer}.vti"
+        written = tp.modules.results.vtk.write_vti(
+            path, fields, origin=(2, 3, 4), spacing=2, writer=writer, compression=compression)
+        image, read[writer] = read_vti(path)
+        assert image.GetOrigin() == (2.0, 3.0, 4.0) and image.GetSpacing() == (2.0, 2.0, 2.0)
+        assert image.GetDimensions() == tuple(reversed(node_shape))
+        assert {k: v.dtype for k, v in written.items()} == {
+            "rho": np.float32, "u": np.float32, "kind": np.uint8}
+    for name in ("rho", "u", "kind"):
+        np.testing.assert_array_equal(read["builtin"][name], read["vtk"][name])
+    np.testing.assert_array_equal(read["builtin"]["u"][..., 2],
+                                  fields["u"][2].astype(np.float32))
+    head = (tmp_path / "builtin.vti").read_bytes()[:600]
+    assert (b"vtkZLibDataCompressor" in head) == (compression == "zlib")
+
+
+def test_builtin_writer_rejects_mismatched_arrays_and_unknown_compression(tmp_path):
+    from thelma_py.modules.results import vtk_xml
+
+    with open(tmp_path / "x.vti", "wb") as handle:
+        with pytest.raises(ValueError, match="has 5 points, the image 6"):
+            vtk_xml.write_image(handle, {"rho": np.zeros(5, np.float32)}, (3, 2, 1))
+        with pytest.raises(ValueError, match="compression must be one of"):
+            vtk_xml.write_image(handle, {"rho": np.zeros(6, np.float32)}, (3, 2, 1),
+                                compression="lz4")
+    with pytest.raises(ValueError, match="writer"):
+        VtkWriter(path=tmp_path, writer="paraview")

@@ -11,7 +11,7 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -20,6 +20,7 @@ import numpy as np
 from thelma_py import parallel
 from thelma_py.backend import Backend, dtype_of, select_backend
 from thelma_py.geometry.domain import Geometry, NodeTags
+from thelma_py.host_copy import HostCopier
 from thelma_py.lattice import Lattice, lattice_by_name
 from thelma_py.modules.init.fields import Equilibrium
 
@@ -138,6 +139,7 @@ class Solver:
     _started: bool = attrs.field(init=False, default=False)
     _resumed_step: int | None = attrs.field(init=False, default=None)
     _signal: int | None = attrs.field(init=False, default=None)
+    _host_copier: HostCopier | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.dtype = dtype_of(self.precision)
@@ -213,6 +215,16 @@ class Solver:
         rho, u = self.engine.macroscopic()
         return {"rho": self.backend.to_host(rho), "u": self.backend.to_host(u),
                 "kind": self.tags.kind}
+
+    def fields_later(self) -> Callable[[], dict[str, np.ndarray]]:
+        """Like :meth:`fields`, as a function to call later (from an output thread): on a GPU
+        the device-to-host copy runs on its own stream while the next steps compute."""
+        if self._host_copier is None:
+            self._host_copier = HostCopier(self.backend)
+        rho, u = self.engine.macroscopic()
+        wait = self._host_copier.start({"rho": rho, "u": u})
+        kind = self.tags.kind
+        return lambda: {**wait(), "kind": kind}
 
     # -- running -----------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:

@@ -1,11 +1,12 @@
 """VTK output: one ``.vti`` (XML ImageData) file per output step plus a ``.pvd`` time series.
 
 Open ``<path>/<prefix>.pvd`` in ParaView to get every written step as one animated data set.
-Files are zlib-compressed raw binary (appended data). Every file, the ``.pvd`` included, is
+Files are zlib-compressed (or raw) binary in appended data. Every file, the ``.pvd`` included, is
 written under a temporary name and renamed into place, so a reader never sees a partial file.
 
-The ``vtk`` package is imported only when a file is written: it is not needed (and often not
-installed) on GPU machines that only run benchmarks.
+Files are written by :mod:`.vtk_xml` (compression on all cores) unless ``writer="vtk"`` asks
+for the vtk package, which is then imported only when a file is written: it is not needed (and
+often not installed) on GPU machines.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from xml.sax.saxutils import quoteattr
 import attrs
 import numpy as np
 
+from thelma_py.modules.results import vtk_xml
 from thelma_py.modules.results.background import BackgroundWriter
 from thelma_py.modules.results.derived import DERIVED
 from thelma_py.modules.results.files import atomic_path, atomic_write_text, ensure_writable_dir
@@ -29,6 +31,7 @@ FIELDS = ("rho", "p", "u", "speed", "vorticity", "q_criterion", "kind")
 vector), q_criterion (3D), kind (uint8 node kind); see :mod:`.derived`."""
 DEFAULT_FIELDS = ("rho", "u", "kind")
 FILE_PRECISIONS = ("float32", "float64")
+WRITERS = ("builtin", "vtk")
 
 
 def _check_fields(instance, attribute, value: tuple[str, ...]) -> None:
@@ -138,19 +141,36 @@ def write_vti(
     precision: str = "float32",
     spacing: int = 1,
     start: tuple[int, ...] | None = None,
+    writer: str = "builtin",
+    compression: str = "zlib",
 ) -> dict[str, np.ndarray]:
-    """Write host ``fields`` (see :func:`_point_arrays`) as a compressed ``.vti``, atomically.
+    """Write host ``fields`` (see :func:`_point_arrays`) as a ``.vti``, atomically.
 
     Node (i, j[, k]) lies at ``origin + spacing * (i, j, k)`` (lattice units). With ``start``
     (a piece of a parallel file), the image extent begins at that global node index instead.
-    Returns the arrays as written (names, dtypes and components, for a ``.pvti``).
+    ``writer``: "builtin" (:mod:`.vtk_xml`, threaded compression) or "vtk" (the vtk package's
+    ``vtkXMLImageDataWriter``, always zlib). Returns the arrays as written (names, dtypes and
+    components, for a ``.pvti``).
     """
+    node_shape = node_shape_of(fields)  # (Nz, Ny, Nx) or (Ny, Nx)
+    dims = tuple(reversed(node_shape)) + (1,) * (3 - len(node_shape))
+    arrays = _point_arrays(fields, names, np.dtype(precision))
+    if writer == "builtin":
+        first = tuple(start or ()) + (0,) * (3 - len(start or ()))
+        with atomic_path(target) as temporary, open(temporary, "wb") as handle:
+            vtk_xml.write_image(handle, arrays, dims, first,
+                                tuple(float(v) for v in origin) + (0.0,) * (3 - len(origin)),
+                                float(spacing), compression)
+        return arrays
+    _write_with_vtk(target, arrays, dims, origin, spacing, start)
+    return arrays
+
+
+def _write_with_vtk(target, arrays, dims, origin, spacing, start) -> None:
     from vtkmodules.util.numpy_support import numpy_to_vtk
     from vtkmodules.vtkCommonDataModel import vtkImageData
     from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
 
-    node_shape = node_shape_of(fields)  # (Nz, Ny, Nx) or (Ny, Nx)
-    dims = tuple(reversed(node_shape)) + (1,) * (3 - len(node_shape))
     image = vtkImageData()
     if start is None:
         image.SetDimensions(*dims)
@@ -159,7 +179,6 @@ def write_vti(
         image.SetExtent(*(v for a in range(3) for v in (first[a], first[a] + dims[a] - 1)))
     image.SetOrigin(*(tuple(float(v) for v in origin) + (0.0,) * (3 - len(origin))))
     image.SetSpacing(*(float(spacing),) * 3)
-    arrays = _point_arrays(fields, names, np.dtype(precision))
     for name, array in arrays.items():
         vtk_array = numpy_to_vtk(array, deep=True)
         vtk_array.SetName(name)
@@ -178,7 +197,6 @@ def write_vti(
         writer.SetFileName(str(temporary))
         if writer.Write() != 1 or writer.GetErrorCode() != 0:
             raise _vtk_write_error(target, writer.GetErrorCode())
-    return arrays
 
 
 _VTK_TYPES = {"float32": "Float32", "float64": "Float64", "uint8": "UInt8", "int32": "Int32"}
@@ -259,6 +277,12 @@ class VtkWriter:
     """Sub-box to write, ((x0, x1), (y0, y1)[, (z0, z1)]) in global node indices, hi exclusive."""
     subsample: int = attrs.field(default=1, validator=_check_subsample)
     """Write every ``subsample``-th node along each axis (the spacing in the file grows)."""
+    writer: str = attrs.field(default="builtin", validator=attrs.validators.in_(WRITERS))
+    """"builtin": this package's XML writer, compressing on all cores (fast enough for a GPU
+    run); "vtk": the vtk package's writer (one core). Both write the same format."""
+    compression: str = attrs.field(default="zlib",
+                                   validator=attrs.validators.in_(vtk_xml.COMPRESSIONS))
+    """"zlib" or "none" (larger files, least time); the vtk writer always compresses."""
     background: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     """Write from a host copy on a worker thread (queue of 2) while the run goes on."""
     written: list[tuple[int, str]] = attrs.field(factory=list, init=False, repr=False)
@@ -289,9 +313,12 @@ class VtkWriter:
         if getattr(solver, "rank_box", None) is not None:
             self._write_piece(solver, step)
             return
-        raw = solver.fields()
-        if self.background:  # the engine may reuse its arrays: the worker gets its own copy
-            raw = {name: np.array(array, copy=True) for name, array in raw.items()}
+        if self.background and hasattr(solver, "fields_later"):
+            raw = solver.fields_later()  # the worker waits for the copy (GPU: it overlaps)
+        elif self.background:  # the engine may reuse its arrays: the worker gets its own copy
+            raw = {name: np.array(array, copy=True) for name, array in solver.fields().items()}
+        else:
+            raw = solver.fields()
         job = (self.path / f"{self.prefix}_{step:08d}.vti", step, raw,
                getattr(solver.tags, "periodic", None), self._local_crop(solver),
                tuple(solver.tags.lower))
@@ -300,12 +327,14 @@ class VtkWriter:
         else:
             self._write(*job)
 
-    def _write(self, target: Path, step: int, raw: dict, periodic, crop, lower) -> None:
+    def _write(self, target: Path, step: int, raw, periodic, crop, lower) -> None:
+        """Write one file; ``raw`` is a dict of host fields or a function returning one."""
+        raw = raw() if callable(raw) else raw
         arrays = host_fields(raw, self.fields, periodic, crop, self.subsample)
         origin = tuple(low + (box[0] if crop else 0)
                        for low, box in zip(lower, crop or [(0, 0)] * len(lower), strict=True))
         write_vti(target, arrays, origin=origin, names=self.fields, precision=self.precision,
-                  spacing=self.subsample)
+                  spacing=self.subsample, writer=self.writer, compression=self.compression)
         self.written = [entry for entry in self.written if entry[1] != target.name]
         self.written.append((step, target.name))
         atomic_write_text(self.pvd_path, pvd_text(self.written))
@@ -322,7 +351,7 @@ class VtkWriter:
         arrays = host_fields(raw, self.fields, None, None, 1)
         written = write_vti(self.path / f"{stem}_r{box.cart.rank:04d}.vti", arrays,
                             origin=(0, 0, 0), names=self.fields, precision=self.precision,
-                            start=lower)
+                            start=lower, writer=self.writer, compression=self.compression)
         if box.cart.rank != 0:
             return
         pieces = []

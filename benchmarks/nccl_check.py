@@ -15,7 +15,7 @@ def main() -> int:
     import cupy as cp
     from cupy.cuda import nccl
 
-    from thelma_py.parallel import nccl_diagnostics, select_device
+    from thelma_py.parallel import nccl_diagnostics, nccl_swap, select_device
 
     comm = MPI.COMM_WORLD
     if comm.size < 2:
@@ -34,10 +34,7 @@ def main() -> int:
         recv = cp.zeros(count, dtype=cp.float32)
         stream = cp.cuda.get_current_stream()
         if partner < comm.size:
-            nccl.groupStart()
-            nc.send(send.data.ptr, count, nccl.NCCL_FLOAT32, partner, stream.ptr)
-            nc.recv(recv.data.ptr, count, nccl.NCCL_FLOAT32, partner, stream.ptr)
-            nccl.groupEnd()
+            nccl_swap(nc, send, recv, partner, stream)
             stream.synchronize()
             if not bool((recv == partner + 1).all()):
                 raise RuntimeError(f"rank {comm.rank} received wrong values from {partner}")

@@ -291,3 +291,14 @@ def test_scaling_report_renders_measurement_and_model():
     assert "100.0% | 98.7% |" in table
     text = scaling_text(record)
     assert "efficiency 98.0%" in text and "predicted efficiency 98.7% serial" in text
+
+
+def test_field_plan_moves_every_component_both_ways():
+    """ρ and u for output: all components of the owned edge layers to the neighbours' ghosts."""
+    lattice = LATTICES["D3Q19"]
+    plan = halo_plan(lattice, box_of((16, 8, 12), (1, 1, 2), 1, False), fields=True)
+    assert [(t.populations, t.send_layer, t.recv_layer) for t in plan] == [((), -2, 0),
+                                                                          ((), 1, -1)]
+    assert (plan[0].to, plan[0].frm, plan[1].to, plan[1].frm) == (-2, 0, 0, -2)
+    u = np.arange(3 * 7 * 4 * 5).reshape(3, 7, 4, 5)
+    np.testing.assert_array_equal(u[plan[0].index(-2)], u[:, 5:6])

@@ -77,10 +77,12 @@ def link_model(cp, exchange, nbytes: int, repeats: int = 20) -> dict | None:
     """NCCL send/recv pairs with the partner rank (0↔1, 2↔3, ...): seconds for a small and a
     ``nbytes`` message each way; latency and bandwidth of the line through both. None for a
     transport other than NCCL."""
+    from thelma_py.parallel import nccl_swap
+
     comm = getattr(exchange, "comm", None)
     if comm is None:
         return None
-    nccl, cart = exchange.nccl, exchange.box.cart
+    cart = exchange.box.cart
     partner = cart.rank ^ 1
     sizes = (4096, max(nbytes, 1 << 20))
     seconds = []
@@ -95,10 +97,7 @@ def link_model(cp, exchange, nbytes: int, repeats: int = 20) -> dict | None:
             cart.Barrier()
             start.record()
             if partner < cart.size:
-                nccl.groupStart()
-                comm.send(send.data.ptr, count, nccl.NCCL_FLOAT32, partner, stream.ptr)
-                comm.recv(recv.data.ptr, count, nccl.NCCL_FLOAT32, partner, stream.ptr)
-                nccl.groupEnd()
+                nccl_swap(comm, send, recv, partner, stream)
             stop.record()
             stop.synchronize()
             best.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)

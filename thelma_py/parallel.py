@@ -212,21 +212,22 @@ class HaloTransfer:
     frm: int
 
     def index(self, layer: int) -> tuple:
-        """Index of ``layer`` of these populations in a (Q, *S) array, axes kept."""
+        """Index of ``layer`` of these populations (all components if none are named) in a
+        (Q, *S) array, axes kept."""
         index = [slice(None)] * (self.array_axis + 1)
-        index[0] = list(self.populations)
+        index[0] = list(self.populations) if self.populations else slice(None)
         index[self.array_axis] = slice(layer, layer + 1 or None)
         return tuple(index)
 
 
-def halo_plan(lattice, box: RankBox) -> tuple[HaloTransfer, ...]:
+def halo_plan(lattice, box: RankBox, fields: bool = False) -> tuple[HaloTransfer, ...]:
     """The exchange that refreshes the ghost layers before a pull step, axis after axis.
 
     c_a = +1 populations leave through the + face: the last owned layer (−2) becomes the −
     ghost (0) of the + neighbour; c_a = −1 ones go the other way (layer 1 to layer −1). Whole
     layers of the grown box travel, so on the second cut axis the edge ghosts come along.
     Both transports (:class:`HaloExchange`, :class:`NcclHaloExchange`) follow this plan, in
-    this order."""
+    this order. With ``fields``, every component moves both ways (ρ, u for output)."""
     plan = []
     d = lattice.d
     for axis in range(d):
@@ -234,7 +235,8 @@ def halo_plan(lattice, box: RankBox) -> tuple[HaloTransfer, ...]:
             continue
         source, dest = box.cart.Shift(axis, 1)
         for sign, send, recv, to, frm in ((1, -2, 0, dest, source), (-1, 1, -1, source, dest)):
-            populations = tuple(int(i) for i in np.flatnonzero(lattice.c[:, axis] == sign))
+            populations = () if fields else tuple(
+                int(i) for i in np.flatnonzero(lattice.c[:, axis] == sign))
             plan.append(HaloTransfer(axis, 1 + (d - 1 - axis), populations, send, recv,
                                      int(to), int(frm)))
     return tuple(plan)
@@ -255,9 +257,9 @@ class HaloExchange:
 
     name = "mpi"
 
-    def __init__(self, lattice, box: RankBox):
+    def __init__(self, lattice, box: RankBox, fields: bool = False):
         self.box = box
-        self.plan = halo_plan(lattice, box)
+        self.plan = halo_plan(lattice, box, fields)
 
     def exchange(self, f, stream=None) -> None:
         from thelma_py.backend import array_module
@@ -267,7 +269,7 @@ class HaloExchange:
             self._exchange(f, np.ascontiguousarray, np.asarray)
             return
         with stream if stream is not None else contextlib.nullcontext():
-            self._exchange(f, lambda a: a.get(), xp.asarray)
+            self._exchange(f, lambda a: xp.ascontiguousarray(a).get(), xp.asarray)
 
     def _exchange(self, f, to_host, to_array) -> None:
         cart = self.box.cart
@@ -362,6 +364,19 @@ class NcclHaloExchange:
         self.cp.cuda.Device().synchronize()
         self.comm.destroy()
         self._ops.clear()
+
+
+def nccl_swap(communicator, send, recv, peer: int, stream) -> None:
+    """One NCCL group on ``stream``: float32 ``send`` to ``peer``, ``recv`` from it (a link
+    test; the halo exchange groups its own messages)."""
+    from cupy.cuda import nccl
+
+    nccl.groupStart()
+    try:
+        communicator.send(send.data.ptr, send.size, nccl.NCCL_FLOAT32, peer, stream.ptr)
+        communicator.recv(recv.data.ptr, recv.size, nccl.NCCL_FLOAT32, peer, stream.ptr)
+    finally:
+        nccl.groupEnd()
 
 
 def nccl_diagnostics() -> str:
@@ -476,6 +491,10 @@ class DistributedEngine(ComputeEngine):
         for array in self.engine.halo_arrays():
             self.exchange.exchange(array)
         rho, u = self.engine.macroscopic()
+        if self.backend.is_gpu:  # GPU ranks never update ghost layers: fetch their ρ, u
+            fields = HaloExchange(self.lattice, self.box, fields=True)
+            fields.exchange(rho[None])
+            fields.exchange(u)
         index = self.box.piece_index()
         return rho[index], u[(slice(None), *index)], self.engine.tags.kind[index]
 

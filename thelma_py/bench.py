@@ -268,8 +268,10 @@ def markdown_table(payload: dict) -> str:
         lines += ["", f"Largest D3Q19 {r['precision']} {r['streaming']} {r['case']} domain in "
                       f"{(r.get('memory_limit_bytes') or r['free_bytes']) / 1e9:.0f} GB: "
                       f"{r['size']}³ ({r['memory_bytes_per_node']} B/node, {gb:.1f} GB), {ran}."]
+    from thelma_py.bench_output import output_lines
     from thelma_py.bench_porous import porous_section
 
+    lines += output_lines(payload)
     return "\n".join(lines) + "\n" + porous_section(payload)
 
 
@@ -316,6 +318,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run the largest cube that fits (D3Q19 fp32, in-place)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,
                         help="with --largest: size the domain for this much memory (e.g. 80)")
+    parser.add_argument("--output-every", type=int, default=0,
+                        help="also time VTK output every N steps (cavity, --sizes; 0: off)")
+    parser.add_argument("--output-steps", type=int, default=1000,
+                        help="with --output-every: steps per timed run")
+    parser.add_argument("--output-compression", type=_words, default=["zlib", "none"],
+                        help="with --output-every: zlib,none")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--report", type=Path, default=None,
                         help="print a results JSON file as a Markdown table (no GPU needed)")
@@ -367,6 +375,8 @@ def run(args: argparse.Namespace) -> int:
             records.append({**attrs.asdict(cfg), "error": f"{type(error).__name__}: {error}"})
             continue
         records.append(record)
+        save(args.json, {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
+                         "largest": [], "partial": True})
         print(f"{cfg.label:<60} {record['mlups']:9.0f} "
               f"{record['mlups_min']:6.0f}-{record['mlups_max']:<6.0f} "
               f"{record['bytes_per_node']:7d} {record['bandwidth_GBs']:7.0f} "
@@ -386,15 +396,34 @@ def run(args: argparse.Namespace) -> int:
             from thelma_py.bench_porous import largest_porous
 
             largest += largest_porous(backend, limit)
+    output = []
+    for size, compression in itertools.product(
+            args.sizes if args.output_every else [], args.output_compression):
+        from thelma_py.bench_output import output_cost
+
+        output.append(output_cost(size, args.output_every, args.output_steps, compression))
+        r = output[-1]
+        print(f"VTK every {r['every']} steps, {size}^3, {compression}: "
+              f"{r['mlups_with_output']:.0f} MLUPS against {r['mlups_plain']:.0f} without "
+              f"(cost {r['cost']:.1%}; {r['file_bytes'] / 1e6:.0f} MB per file)")
+        save(args.json, {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
+                         "largest": largest, "output": output, "partial": True})
+    save(args.json, {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
+                     "largest": largest, "output": output})
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
-                   "largest": largest}
-        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(json.dumps(payload, indent=1))
-        tmp.replace(args.json)
         print(f"wrote {args.json}")
     return 0
+
+
+def save(path: Path | None, payload: dict) -> None:
+    """Write the results JSON atomically (after every configuration, so that a run cut short
+    keeps what it measured)."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1))
+    tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:

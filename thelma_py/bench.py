@@ -125,7 +125,7 @@ def copy_bandwidth(cp, nbytes: int = 4 << 30, repeats: int = 10) -> float:
     return 2 * nbytes / statistics.median(times)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=8)  # a default sweep visits 6 (case, size) pairs per lattice
 def _tags(case: str, size: int, lattice_name: str, fluid_fraction: float = 0.3):
     lattice = lattice_by_name(lattice_name)
     geo = geometry_for(case, size, lattice.d, fluid_fraction)

@@ -150,11 +150,10 @@ class Lbm(RelaxationTime):
             raise ValueError(f"{neighbour[0].lower().replace('_', '-')} boundaries read a "
                              "neighbour's streamed populations, which the in-place AA scheme "
                              "overwrites in the same step; use streaming='pull' or 'push'")
-        if len(tags.curved_nodes) and (self.streaming != "pull" or self.storage == "sparse"):
+        if len(tags.curved_nodes) and self.streaming != "pull":
             raise ValueError("interpolated bodies read the post-collision populations of two "
-                             "nodes per link, which only the dense pull scheme holds; use "
-                             "streaming='pull', storage='dense' (or a body without "
-                             "interpolated=True)")
+                             "nodes per link, which only the pull scheme holds; use "
+                             "streaming='pull' (or a body without interpolated=True)")
         if self.storage == "sparse":
             return create_sparse(self, lattice, tags, backend, dtype)
         if backend.is_gpu:
@@ -179,7 +178,7 @@ class NumpyLbm(ComputeEngine):
             params, lattice, tags, backend, dtype)
         self.relax = params.relaxation(lattice)
         self.walls = WallLinks(lattice, tags, dtype)
-        self.open = OpenNodes(lattice, tags, dtype)
+        self.open = OpenNodes(lattice, tags, dtype, params.force)
         self.curved = CurvedLinks(lattice, tags, dtype)
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape

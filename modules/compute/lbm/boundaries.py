@@ -46,9 +46,14 @@ def missing(lattice: Lattice, normal: Sequence[int]) -> list[int]:
 
 
 def nebb(lattice: Lattice, normal: Sequence[int], f: Sequence, let: Callable, *,
-         velocity: Sequence | None = None, rho=None, equilibrium: bool = False) -> list:
+         velocity: Sequence | None = None, rho=None, equilibrium: bool = False,
+         force: Sequence[float] | None = None) -> list:
     """Populations after the rule at a face with outward ``normal``: give ``velocity``
-    (D values: velocity inlet) or ``rho`` (pressure outlet, tangential velocity zero)."""
+    (D values: velocity inlet) or ``rho`` (pressure outlet, tangential velocity zero).
+
+    With a body ``force`` g (Guo forcing), the fluid velocity is Σ c f / ρ + g/2, so the rule
+    imposes the first moment u − g/2 (the prescribed velocity, or a zero tangential velocity
+    at an outlet, is then what the collision sees and reports)."""
     c, w, cs2 = lattice.c, lattice.w, lattice.cs2
     normal = np.asarray(normal, dtype=np.int64)
     cn = c @ normal
@@ -57,12 +62,13 @@ def nebb(lattice: Lattice, normal: Sequence[int], f: Sequence, let: Callable, *,
     known = let(known)
     if (velocity is None) == (rho is None):
         raise ValueError("give velocity (inlet) or rho (outlet), not both")
+    shift = [0.0] * lattice.d if force is None else [-0.5 * float(g) for g in force]
     if velocity is not None:
-        u = list(velocity)
+        u = [ua + sa for ua, sa in zip(velocity, shift, strict=True)]
         rho = let(known / (1.0 + dot(normal, u)))
     else:
         un = let(known / rho - 1.0)
-        u = [un * float(n) for n in normal]
+        u = [un * float(n) if n != 0 else s_a for n, s_a in zip(normal, shift, strict=True)]
     if equilibrium:
         return lattice.equilibrium(rho, u)
     lost = missing(lattice, normal)
@@ -127,13 +133,15 @@ def sources(lattice: Lattice, kind_name: str, normal: Sequence[int]):
     raise ValueError(f"{kind_name} is not a neighbour rule")
 
 
-def local_rule(lattice: Lattice, kind_name: str, normal, f: Sequence, let: Callable, value):
+def local_rule(lattice: Lattice, kind_name: str, normal, f: Sequence, let: Callable, value,
+               force: Sequence[float] | None = None):
     """Apply a local rule (VELOCITY, PRESSURE, EQUILIBRIUM_*) with ``value`` = (ux, uy, uz, ρ)
-    values of the node; returns the rebuilt populations."""
+    values of the node and the body ``force`` (or None); returns the rebuilt populations."""
     equilibrium = kind_name.startswith("EQUILIBRIUM")
     if kind_name in ("VELOCITY", "EQUILIBRIUM_VELOCITY"):
         return nebb(lattice, normal, f, let, velocity=list(value[: lattice.d]),
-                    equilibrium=equilibrium)
+                    equilibrium=equilibrium, force=force)
     if kind_name in ("PRESSURE", "EQUILIBRIUM_PRESSURE"):
-        return nebb(lattice, normal, f, let, rho=value[3], equilibrium=equilibrium)
+        return nebb(lattice, normal, f, let, rho=value[3], equilibrium=equilibrium,
+                    force=force)
     raise ValueError(f"{kind_name} is not a local boundary rule")

@@ -364,7 +364,7 @@ def _local_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
     f = [Expr(f"a{i}", atom=True) for i in range(lat.q)]
     value = [Expr(f"v[{c}]", atom=True) for c in range(4)]
     normal = boundaries.face_normal(lat, face)
-    rebuilt = boundaries.local_rule(lat, kind, normal, f, em.let, value)
+    rebuilt = boundaries.local_rule(lat, kind, normal, f, em.let, value, cfg.force)
     lines = [f"const real_t* v = open_values + 4 * (base + {_plane_index(face)});"]
     lines += em.lines
     lines += [f"f[{i}] = {r};" for i, r in enumerate(rebuilt) if r is not f[i]]

@@ -54,10 +54,13 @@ class Group:
 
 
 class OpenNodes:
-    """Every open-boundary node of ``tags``, grouped by (kind, face)."""
+    """Every open-boundary node of ``tags``, grouped by (kind, face). ``force`` is the body
+    force of the run (the local rules impose u − g/2 as the first moment; None: no force)."""
 
-    def __init__(self, lattice: Lattice, tags: NodeTags, dtype: np.dtype):
+    def __init__(self, lattice: Lattice, tags: NodeTags, dtype: np.dtype,
+                 force: tuple[float, ...] | None = None):
         self.lattice = lattice
+        self.force = force
         self.groups: list[Group] = []
         shape = tags.tags.shape
         shape_xyz = tuple(reversed(shape))
@@ -101,7 +104,7 @@ class OpenNodes:
             f = [flat[i, group.flat] for i in range(q)]
             normal = boundaries.face_normal(lat, group.face)
             rebuilt = boundaries.local_rule(lat, group.kind, normal, f, identity_let,
-                                            list(group.values))
+                                            list(group.values), self.force)
             for i in range(q):
                 if rebuilt[i] is not f[i]:
                     writes.append((i, group.flat, rebuilt[i]))

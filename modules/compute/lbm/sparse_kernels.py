@@ -6,10 +6,11 @@ for i ≥ 1, ``j = nbr[(i − 1) N + n]``; j ≥ 0 reads ``src[i N + j]``, j < 0
 ``src[ī N + n]`` (one load either way, the index is chosen) plus Ladd's term of boundary row
 −1 − j when walls move. Then the collision (:func:`.collision.collide`, traced) and the stores.
 
-Open-boundary nodes (a plane of the box) run a second, small kernel after the bulk one: it
-recomputes them from ``src`` with their rule (:mod:`.boundaries`, traced; one arm per (kind,
-face)) and overwrites what the bulk kernel wrote there. Both kernels exist twice: ``*_macro``
-also stores ρ and u.
+Open-boundary nodes (a plane of the box) and nodes next to interpolated bodies run a second,
+small kernel after the bulk one: it recomputes them from ``src`` with their rule
+(:mod:`.boundaries`, :mod:`.interpolated`, traced; one arm per (kind, face) and one for
+interpolated links) and overwrites what the bulk kernel wrote there. Both kernels exist
+twice: ``*_macro`` also stores ρ and u.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import wall_momentum
+from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
 from thelma_py.modules.compute.lbm.kernels import KernelConfig, _collision
 
 KERNELS = {False: "lbm_sparse_step", True: "lbm_sparse_step_macro"}
@@ -32,6 +34,13 @@ def _check(cfg: KernelConfig) -> None:
         raise ValueError(f"sparse kernels pull with two buffers, not {cfg.scheme!r}")
 
 
+def _ladd(cfg: KernelConfig, i: int):
+    """Ladd's term of population i for the wall of boundary row ``r`` (traced)."""
+    row = "bc[4 * r + {}]"
+    velocity = [Expr(row.format(a), atom=True) for a in range(cfg.lattice.d)]
+    return wall_momentum(cfg.lattice, i, velocity, Expr(row.format(3), atom=True))
+
+
 def _load(cfg: KernelConfig, i: int, node: str, target: str) -> str:
     """C statement: ``target`` = streamed population i of stored node ``node`` (pull through
     the neighbour table, bounce-back entries decoded)."""
@@ -42,10 +51,7 @@ def _load(cfg: KernelConfig, i: int, node: str, target: str) -> str:
     text = (f"{{ const int j = nbr[{i - 1} * N + {node}]; "
             f"{target} = src[j >= 0 ? {i} * N + j : {opp} * N + {node}];")
     if cfg.moving_walls:
-        row = "bc[4 * r + {}]"
-        velocity = [Expr(row.format(a), atom=True) for a in range(lat.d)]
-        term = wall_momentum(lat, i, velocity, Expr(row.format(3), atom=True))
-        text += f" if (j < 0) {{ const int r = -1 - j; {target} += {term}; }}"
+        text += f" if (j < 0) {{ const int r = -1 - j; {target} += {_ladd(cfg, i)}; }}"
     return text + " }"
 
 
@@ -61,8 +67,8 @@ def _header(cfg: KernelConfig) -> str:
 def _signature(cfg: KernelConfig, name: str, open_nodes: bool) -> str:
     extra = (",\n    int n_open, const int* __restrict__ open_node, "
              "const int* __restrict__ open_arm,\n"
-             "    const real_t* __restrict__ open_values, const int* __restrict__ open_src"
-             if open_nodes else "")
+             "    const real_t* __restrict__ open_values, const int* __restrict__ open_src,\n"
+             "    const real_t* __restrict__ curved" if open_nodes else "")
     return (f'extern "C" __global__ void {cfg.launch_bounds} {name}(\n'
             "    const real_t* __restrict__ src, real_t* __restrict__ dst,\n"
             "    const int* __restrict__ nbr, const real_t* __restrict__ bc,\n"
@@ -77,7 +83,7 @@ def _local_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
     a = [Expr(f"a{i}", atom=True) for i in range(lat.q)]
     value = [Expr(f"v[{c}]", atom=True) for c in range(4)]
     rebuilt = boundaries.local_rule(lat, kind, boundaries.face_normal(lat, face), a, em.let,
-                                    value)
+                                    value, cfg.force)
     return (["const real_t* v = open_values + 4 * t;"] + em.lines
             + [f"f{i} = {r};" for i, r in enumerate(rebuilt) if r is not a[i]])
 
@@ -93,6 +99,36 @@ def _neighbour_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
     return lines
 
 
+def _interpolated_arm(cfg: KernelConfig) -> list[str]:
+    """Interpolated bounce-back (:func:`.interpolated.interpolated_bounce`, traced) on every
+    wall link of the node, with its weight rows ``curved[t]`` ((Q − 1) x 3; halfway links
+    carry (1, 0, 0)); x + c_i is the upstream entry of ī, read with weight 0 where solid."""
+    lat = cfg.lattice
+    lines = [f"const real_t* w = curved + (size_t){3 * (lat.q - 1)} * t;"]
+    for i in range(1, lat.q):
+        j = int(lat.opposite[i])
+        weights = [Expr(f"w[{3 * (i - 1) + k}]", atom=True) for k in range(3)]
+        value = interpolated_bounce(weights, Expr(f"src[{j} * N + o]", atom=True),
+                                    Expr("next", atom=True), Expr(f"src[{i} * N + o]", atom=True),
+                                    _ladd(cfg, i) if cfg.moving_walls else 0.0)
+        lines.append(f"{{ const int e = nbr[{i - 1} * N + o]; if (e < 0) {{ "
+                     f"const int r = -1 - e; (void)r; const int k = nbr[{j - 1} * N + o]; "
+                     f"const real_t next = src[{j} * N + (k >= 0 ? k : o)]; "
+                     f"f{i} = {value}; }} }}")
+    return lines
+
+
+def _arms(cfg: KernelConfig):
+    """(comment, lines) of the open kernel's arms, numbered as ``open_arm`` numbers them:
+    the (kind, face) pairs of ``cfg.boundaries``, then interpolated nodes."""
+    for kind, face_name in cfg.boundaries:
+        face = boundaries.FACE_NAMES.index(face_name)
+        arm = _neighbour_arm if boundaries.is_neighbour_kind(kind) else _local_arm
+        yield f"{kind} {face_name}", arm(cfg, kind, face)
+    if cfg.interpolated:
+        yield "INTERPOLATED", _interpolated_arm(cfg)
+
+
 def _body(cfg: KernelConfig, store: bool, node: str) -> str:
     """Loads, (open rule), collision and stores for stored node ``node``."""
     q = cfg.lattice.q
@@ -100,11 +136,8 @@ def _body(cfg: KernelConfig, store: bool, node: str) -> str:
     if node != "n":  # the open-boundary kernel
         lines += [f"const real_t a{i} = f{i}; (void)a{i};" for i in range(q)]
         lines.append("const int arm = open_arm[t];")
-        for number, (kind, face_name) in enumerate(cfg.boundaries):
-            face = boundaries.FACE_NAMES.index(face_name)
-            arm = (_neighbour_arm if boundaries.is_neighbour_kind(kind) else _local_arm)(
-                cfg, kind, face)
-            lines.append(f"if (arm == {number}) {{  // {kind} {face_name}")
+        for number, (comment, arm) in enumerate(_arms(cfg)):
+            lines.append(f"if (arm == {number}) {{  // {comment}")
             lines += ["    " + line for line in arm]
             lines.append("}")
     code = "\n".join("    " + line for line in lines)
@@ -142,7 +175,7 @@ def generate_sparse(cfg: KernelConfig) -> str:
     parts = [_header(cfg)]
     for store in (False, True):
         parts.append(_kernel(cfg, store))
-    if cfg.boundaries:
+    if cfg.boundaries or cfg.interpolated:
         for store in (False, True):
             parts.append(_open_kernel(cfg, store))
     return "\n".join(parts)

@@ -22,6 +22,7 @@ from tests.lbm_setups import (
     relative_l2,
     walled_geometry,
 )
+from tests.test_sparse import curved_geometry
 from thelma_py.backend import select_backend
 from thelma_py.geometry.porous import random_spheres
 from thelma_py.modules.compute.lbm import Lbm
@@ -34,7 +35,7 @@ def porous(lattice):
     return random_spheres(shape, 0.4, radius=2.5, seed=4)
 
 
-GEOMETRIES = {"walled": walled_geometry, "porous": porous,
+GEOMETRIES = {"walled": walled_geometry, "porous": porous, "curved": curved_geometry,
               **{s: (lambda lat, s=s: open_geometry(lat, s)) for s in OPEN_SETUPS}}
 
 
@@ -65,7 +66,7 @@ def assert_matches(cpu, gpu, dtype, steps: int = STEPS) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
-@pytest.mark.parametrize("geometry", ["walled", "porous"])
+@pytest.mark.parametrize("geometry", ["walled", "porous", "curved"])
 @pytest.mark.parametrize(("lattice_name", "collision"), CONFIGS)
 def test_cuda_sparse_matches_numpy(lattice_name, collision, geometry, dtype):
     force = (2e-5, -1e-5, 1e-5)[: LATTICES[lattice_name].d] if collision == "trt" else None

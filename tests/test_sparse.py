@@ -35,7 +35,20 @@ def porous_geometry(lattice):
     return random_spheres(shape, 0.5, radius=2.5, seed=3)
 
 
-GEOMETRIES = {"porous": porous_geometry, "walled": walled_geometry,
+def curved_geometry(lattice):
+    """Periodic along x, a moving lid, and a moving sphere with interpolated bounce-back."""
+    if lattice.d == 2:
+        geo = Geometry((29, 20), periodic=(True, False))
+        geo.edge("+y", velocity=(0.05, 0.0))
+        geo.body(Sphere((10.3, 9.6), 4.3), velocity=(0.0, 0.01), interpolated=True)
+    else:
+        geo = Geometry((21, 12, 11), periodic=(True, False, False))
+        geo.edge("+z", velocity=(0.04, 0.01, 0.0))
+        geo.body(Sphere((8.3, 5.6, 5.2), 3.3), velocity=(0.0, 0.01, -0.01), interpolated=True)
+    return geo
+
+
+GEOMETRIES = {"porous": porous_geometry, "walled": walled_geometry, "curved": curved_geometry,
               "zou-he": lambda lat: open_geometry(lat, "zou-he"),
               "equilibrium": lambda lat: open_geometry(lat, "equilibrium"),
               "neighbour": lambda lat: open_geometry(lat, "neighbour")}
@@ -64,7 +77,7 @@ def assert_same(dense, sparse, tags):
 
 CASES = [("D2Q9", coll, geo) for coll in ("bgk", "trt", "mrt") for geo in GEOMETRIES]
 CASES += [("D3Q19", coll, geo) for coll in ("bgk", "trt", "mrt")
-          for geo in ("porous", "walled", "zou-he")]
+          for geo in ("porous", "walled", "zou-he", "curved")]
 CASES += [("D3Q19", "trt", "neighbour"), ("D3Q19", "mrt", "equilibrium"),
           ("D3Q27", "trt", "porous"), ("D3Q27", "bgk", "walled"), ("D3Q27", "trt", "zou-he")]
 
@@ -184,6 +197,9 @@ def test_sparse_refuses_other_streaming_schemes():
                                                              np.dtype(np.float64))
     with pytest.raises(ValueError, match="storage"):
         Lbm(nu=0.1, storage="compressed")
+    engine = Lbm(nu=0.1, storage="sparse").create(lattice, tags, CPU, np.dtype(np.float64))
+    with pytest.raises(NotImplementedError, match="one domain"):
+        engine.distribute(None)
 
 
 def test_cylinder_case_runs_sparse_with_the_same_forces():

@@ -80,6 +80,17 @@ def test_every_sparse_kernel_compiles_with_nvcc(tmp_path, lat, coll, dtype, movi
 
 
 @pytest.mark.nvcc
+@pytest.mark.parametrize("lat", ["D2Q9", "D3Q19", "D3Q27"])
+def test_sparse_interpolated_kernels_compile_with_nvcc(tmp_path, lat):
+    params = Lbm(nu=0.1, collision="trt", storage="sparse")
+    text = params.kernel_source(LATTICES[lat], "float32", boundaries=open_kinds(lat, "zou-he"),
+                                interpolated=True)
+    assert "// INTERPOLATED" in text
+    result = compile_cubin(text, tmp_path, "sparse_curved")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.mark.nvcc
 @pytest.mark.parametrize("setup", OPEN_SETUPS)
 @pytest.mark.parametrize("lat", ["D2Q9", "D3Q19", "D3Q27"])
 def test_sparse_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, setup):
@@ -115,7 +126,7 @@ template <typename K, typename... A> static void run(K kernel, int threads, A...
 extern "C" void host_step(int store, const real_t* src, real_t* dst, const int* nbr,
                           const real_t* bc, real_t omega, real_t omega_minus, int n,
                           real_t* rho, real_t* u, int n_open, const int* node, const int* arm,
-                          const real_t* values, const int* copy_src) {
+                          const real_t* values, const int* copy_src, const real_t* curved) {
     run(store ? lbm_sparse_step_macro : lbm_sparse_step, n, src, dst, nbr, bc, omega,
         omega_minus, n, rho, u);
     OPEN
@@ -133,7 +144,7 @@ def host_library(text: str, folder, with_open: bool):
         pytest.skip("g++ is not on PATH")
     launch = ("if (n_open) run(store ? lbm_sparse_open_macro : lbm_sparse_open, n_open, src, "
               "dst, nbr, bc, omega, omega_minus, n, rho, u, n_open, node, arm, values, "
-              "copy_src);" if with_open else "(void)n_open;")
+              "copy_src, curved);" if with_open else "(void)n_open;")
     path = folder / "host.cpp"
     path.write_text(HOST_PRELUDE + text + HOST_DRIVER.replace("OPEN", launch))
     subprocess.run([gxx, "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-o",
@@ -143,7 +154,8 @@ def host_library(text: str, folder, with_open: bool):
 
 @pytest.mark.parametrize(("lat", "coll", "geometry"), [
     ("D2Q9", "mrt", "walled"), ("D2Q9", "trt", "neighbour"), ("D2Q9", "bgk", "zou-he"),
-    ("D3Q19", "trt", "porous"), ("D3Q19", "mrt", "equilibrium"), ("D3Q27", "bgk", "neighbour")])
+    ("D3Q19", "trt", "porous"), ("D3Q19", "mrt", "equilibrium"), ("D3Q27", "bgk", "neighbour"),
+    ("D2Q9", "trt", "curved"), ("D3Q19", "mrt", "curved")])
 def test_generated_kernels_run_on_the_host_equal_numpy(tmp_path, lat, coll, geometry):
     import ctypes
 
@@ -155,8 +167,10 @@ def test_generated_kernels_run_on_the_host_equal_numpy(tmp_path, lat, coll, geom
                                           collision=coll, force=force)
     params = reference.params
     boundaries = tuple(sorted(tags.open_kinds))
-    text = params.kernel_source(lattice, np.float64, moving_walls=True, boundaries=boundaries)
-    lib = host_library(text, tmp_path, bool(boundaries))
+    curved = bool(len(tags.curved_nodes))
+    text = params.kernel_source(lattice, np.float64, moving_walls=True, boundaries=boundaries,
+                                interpolated=curved)
+    lib = host_library(text, tmp_path, bool(boundaries) or curved)
     dom = reference.domain
     opened = open_arrays(dom, lattice, np.float64, boundaries)
     arrays = [reference.f.copy(), np.empty_like(reference.f)]
@@ -176,7 +190,7 @@ def test_generated_kernels_run_on_the_host_equal_numpy(tmp_path, lat, coll, geom
                       ctypes.c_double(params.omega), ctypes.c_double(params.omega_minus),
                       ctypes.c_int(dom.count), ptr(rho), ptr(u), ctypes.c_int(opened["count"]),
                       ptr(opened["node"]), ptr(opened["arm"]), ptr(opened["values"]),
-                      ptr(opened["src"]))
+                      ptr(opened["src"]), ptr(opened["curved"]))
     reference.step(steps)
     f_host = arrays[steps % 2]
     assert np.isfinite(f_host).all()

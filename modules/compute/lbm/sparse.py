@@ -25,6 +25,7 @@ from thelma_py.compute import ComputeEngine
 from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import collide, wall_momentum
+from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
 
 STORAGES = ("dense", "sparse")
@@ -107,6 +108,18 @@ class SparseDomain:
             group.copies = [(i, k, targets, self.index[src])
                             for i, k, targets, src in group.copies]
         return nodes
+
+    def curved_links(self, dtype) -> CurvedLinks:
+        """:class:`CurvedLinks` (interpolated bounce-back) with sparse node indices, so that
+        :meth:`CurvedLinks.apply` runs unchanged on (Q, N) populations. ``nodes`` keeps the
+        dense order of ``NodeTags.curved_nodes`` (the rows of ``table``)."""
+        curved = CurvedLinks(self.lattice, self.tags, dtype)
+        for i, (flat, nxt, weights, term) in curved.links.items():
+            x, beyond = self.index[flat], self.index[nxt]
+            # x + c_i solid or beyond a face: weight 0 there; read the node itself instead
+            curved.links[i] = (x, np.where(beyond >= 0, beyond, x), weights, term)
+        curved.nodes = self.index[curved.nodes]
+        return curved
 
     def gather(self, dense, nodes=None):
         """Values at the stored nodes of a dense array of shape (*C, *S): shape (*C, N).
@@ -198,6 +211,9 @@ class SparseState:
         raise NotImplementedError("storage='sparse' runs on one domain; distributed runs "
                                   "need storage='dense'")
 
+    def distribute(self, box) -> None:
+        self.halo_arrays()
+
 
 def _macroscopic(lattice: Lattice, force, f, xp=np):
     """ρ (N,) and u (D, N) from post-collision populations (Q, N), as the dense engines."""
@@ -213,7 +229,8 @@ class NumpySparseLbm(SparseState, ComputeEngine):
 
     State: post-collision populations ``f`` (Q, N) at the stored nodes. One step gathers f_i
     through the neighbour table (bounce-back entries read f*_ī of the node itself plus Ladd's
-    term), rebuilds open-boundary populations, then collides, exactly as :class:`NumpyLbm`.
+    term), overwrites interpolated links, rebuilds open-boundary populations, then collides,
+    exactly as :class:`NumpyLbm`.
     """
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -224,6 +241,8 @@ class NumpySparseLbm(SparseState, ComputeEngine):
         self.relax = params.relaxation(lattice)
         self.walls = dom.wall_links(self.dtype)
         self.open = dom.open_nodes(self.dtype)
+        self.open.force = params.force  # the local rules impose u − g/2 (as dense does)
+        self.curved = dom.curved_links(self.dtype)
         own = np.arange(dom.count)
         # gather index per direction; bounce-back entries read anything (own node), then fixed
         self._gather = [np.where(row >= 0, row, own) for row in dom.nbr]
@@ -250,6 +269,8 @@ class NumpySparseLbm(SparseState, ComputeEngine):
         for i, (where, term) in self.walls.items():
             bounced = f[opposite[i], where]
             out[i, where] = bounced if term is None else bounced + term
+        if self.curved:
+            self.curved.apply(f, out)
         return out
 
     def step(self, n: int = 1) -> None:
@@ -291,9 +312,6 @@ def create_sparse(params, lattice: Lattice, tags: NodeTags, backend: Backend,
     if params.streaming != "pull":
         raise ValueError(f"storage='sparse' streams by pull with two buffers; "
                          f"streaming={params.streaming!r} is not available with it")
-    if len(getattr(tags, "curved_nodes", ())):
-        raise ValueError("interpolated bodies are not available with storage='sparse' yet; "
-                         "use storage='dense' or a body without interpolated=True")
     if backend.is_gpu:
         from thelma_py.modules.compute.lbm.sparse_cuda import CudaSparseLbm
 

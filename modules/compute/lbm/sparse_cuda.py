@@ -20,15 +20,18 @@ from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
 
 
 def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str, np.ndarray]:
-    """Host arrays of the open-boundary kernel, one entry per open node t: its stored index,
-    its arm (index of its (kind, face) in ``boundaries``), its values (ux, uy, uz, ρ) for local
-    rules, and per direction the stored node a copy rule reads (−1: keep the bounced value)."""
+    """Host arrays of the open-boundary kernel, one entry per open or interpolated node t: its
+    stored index, its arm (index of its (kind, face) in ``boundaries``; len(boundaries) for
+    interpolated nodes), its values (ux, uy, uz, ρ) for local rules, per direction the stored
+    node a copy rule reads (−1: keep the bounced value), and its Bouzidi weights."""
     groups = domain.open_nodes(dtype).groups
-    count = sum(len(g.flat) for g in groups)
-    out = {"node": np.zeros(max(count, 1), dtype=np.int32),
-           "arm": np.zeros(max(count, 1), dtype=np.int32),
-           "values": np.zeros((max(count, 1), 4), dtype=dtype),
-           "src": np.full((lattice.q, max(count, 1)), -1, dtype=np.int32)}
+    curved = domain.curved_links(dtype)
+    count = sum(len(g.flat) for g in groups) + len(curved.nodes)
+    size = max(count, 1)
+    out = {"node": np.zeros(size, dtype=np.int32), "arm": np.zeros(size, dtype=np.int32),
+           "values": np.zeros((size, 4), dtype=dtype),
+           "src": np.full((lattice.q, size), -1, dtype=np.int32),
+           "curved": np.zeros((size, lattice.q - 1, 3), dtype=dtype)}
     start = 0
     for g in groups:
         end = start + len(g.flat)
@@ -39,6 +42,9 @@ def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str,
         for i, _, targets, src in g.copies:
             out["src"][i, start + targets] = src
         start = end
+    out["node"][start:count] = curved.nodes
+    out["arm"][start:count] = len(boundaries)
+    out["curved"][start:count] = curved.table
     out["count"] = count
     return out
 
@@ -59,7 +65,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         boundaries = tuple(sorted(tags.open_kinds))
         self.source = params.kernel_source(
             lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
-            boundaries=boundaries)
+            boundaries=boundaries, interpolated=bool(len(tags.curved_nodes)))
         module = _module(self.source)
         self.kernels = {store: module.get_function(name) for store, name in KERNELS.items()}
         self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
@@ -142,7 +148,8 @@ class CudaSparseLbm(SparseState, CudaLbm):
             o = self.open
             self.open_kernels[store](
                 ((self.n_open + self.block - 1) // self.block,), block,
-                (*args, np.int32(self.n_open), o["node"], o["arm"], o["values"], o["src"]))
+                (*args, np.int32(self.n_open), o["node"], o["arm"], o["values"], o["src"],
+                 o["curved"]))
         self.current = 1 - self.current
 
     def poison(self) -> None:

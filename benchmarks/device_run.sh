@@ -1,16 +1,64 @@
 #!/usr/bin/env bash
-# One device call: install, GPU tests, benchmark. Usage on the device machine (repo root):
-#   bash benchmarks/device_run.sh [tests|bench|all] [extra bench args...]
-# (vtk and matplotlib are not needed there: GPU tests and the bench import neither.)
+# One device call: install, then the named parts in order. On the device machine (repo root):
+#   bash benchmarks/device_run.sh tests bench sweep lwacm largest porous output tgv ncu
+# Results land in $OUT (JSON and logs); set THELMA_COMMIT when the tree has no .git.
+# (vtk and matplotlib are not needed there: GPU tests, bench and the built-in VTK writer
+# import neither.)
 set -o pipefail
 export PYTHONUNBUFFERED=1
-what=${1:-all}; shift || true
 out=${OUT:-/tmp/thelma-out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 || python3 -m pip install --no-build-isolation --no-deps -e .
+python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
+  || python3 -m pip install --no-build-isolation --no-deps -e .
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-if [ "$what" = tests ] || [ "$what" = all ]; then
-  THELMA_REQUIRE_GPU=1 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ 2>&1 | tee "$out/gpu_tests.log" | tail -n 40
-fi
-if [ "$what" = bench ] || [ "$what" = all ]; then
-  python3 -m thelma_py.bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.log"
-fi
+bench() { python3 -m thelma_py.bench "$@"; }
+single="--collision bgk --precision float32 --streaming pull"
+
+for part in "$@"; do
+  echo "=== $part $(date +%T)"
+  case $part in
+    tests)  # GPU tests in 4 processes (kernel compilation is CPU-bound), one combined log
+      files=(tests/test_*.py); pids=()
+      for shard in 0 1 2 3; do
+        mine=(); for k in "${!files[@]}"; do (( k % 4 == shard )) && mine+=("${files[$k]}"); done
+        THELMA_REQUIRE_GPU=1 timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider \
+          "${mine[@]}" > "$out/gpu_tests_$shard.log" 2>&1 &
+        pids+=($!)
+      done
+      status=0; for p in "${pids[@]}"; do wait "$p" || status=1; done
+      cat "$out"/gpu_tests_[0-3].log > "$out/gpu_tests.log"; rm -f "$out"/gpu_tests_[0-3].log
+      grep -E "passed|failed|error|Error|FAILED" "$out/gpu_tests.log" | tail -n 40
+      echo "gpu tests status $status";;
+    bench)  # the default list of issue 3 (D3Q19 BGK/MRT, fp32/fp64, pull/aa, 128-384)
+      timeout 400 bench --json "$out/bench.json" | tee "$out/bench.log" | tail -n 52;;
+    sweep)  # block sizes on the closed and periodic boxes, 256^3 fp32
+      timeout 150 bench $single --streaming pull,aa --sizes 256 --cases periodic,cavity \
+        --block-sizes 32,64,128,256 --json "$out/sweep.json" | tail -n 17;;
+    lwacm)  # LW-ACM against LBM in one run
+      timeout 120 bench $single --compute lbm,lwacm,lwacm-fused --sizes 256,512 \
+        --cases periodic,cavity --json "$out/lwacm.json" | tail -n 14;;
+    largest)
+      timeout 150 bench $single --compute lbm,lwacm-fused --streaming aa --sizes 64 \
+        --cases periodic --largest \
+        --json "$out/largest.json" | tail -n 4;;
+    porous)  # sparse against dense storage (issue 9)
+      timeout 200 bench $single --cases porous --sizes 256 --storage dense,sparse \
+        --fluid-fraction 0.1,0.3,0.6 --largest --json "$out/porous.json" | tail -n 16;;
+    output)  # VTK every 100 steps at 256^3 (issue 6)
+      timeout 200 bench $single --sizes 256 --cases cavity --output-every 100 \
+        --output-compression zlib,none --json "$out/output.json" | tail -n 6;;
+    tgv)  # 3D Taylor-Green, Re 1600, every scheme, 128^3 and 256^3
+      timeout 300 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --out "$out/tgv3d.json";;
+    ncu)  # hardware counters of the closed-box step and the fused LW-ACM step
+      for c in "lbm cavity" "lwacm-fused cavity"; do set -- $c
+        timeout 120 ncu --clock-control none -k regex:step --launch-skip 6 --launch-count 1 \
+          --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+          --section Occupancy --section LaunchStats \
+          python3 benchmarks/profile_kernel.py --compute "$1" --case "$2" --size 256 \
+          > "$out/ncu_$1.txt" 2>&1
+        grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Shared Memory Config|Block Limit" \
+          "$out/ncu_$1.txt" | head -12
+      done;;
+    *) echo "unknown part $part";;
+  esac
+done
+echo "=== done $(date +%T)"

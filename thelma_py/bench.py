@@ -132,15 +132,20 @@ def _tags(case: str, size: int, lattice_name: str, fluid_fraction: float = 0.3):
     return geo, geo.evaluate(lattice)
 
 
-def build_engine(cfg: BenchConfig, backend):
-    lattice = lattice_by_name(cfg.lattice)
-    geo, tags = _tags(cfg.case, cfg.size, cfg.lattice, cfg.fluid_fraction)
+def compute_params(cfg: BenchConfig):
+    """The compute plug-in of a configuration (ν = 0.02; the bench measures speed only)."""
     extra = {}
     if cfg.compute == "lbm":
         extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores}}
-    params = registry.create("compute", cfg.compute, nu=0.02, **extra)
+    return registry.create("compute", cfg.compute, nu=0.02, **extra)
+
+
+def build_engine(cfg: BenchConfig, backend):
+    lattice = lattice_by_name(cfg.lattice)
+    geo, tags = _tags(cfg.case, cfg.size, cfg.lattice, cfg.fluid_fraction)
+    params = compute_params(cfg)
     dtype = np.dtype(cfg.precision)
     engine = params.create(lattice, tags, backend, dtype)
     rng = np.random.default_rng(1)
@@ -199,10 +204,8 @@ def run_config(cp, backend, cfg: BenchConfig, copy_bw: float) -> dict:
 
 def largest_cube(cp, backend, cfg: BenchConfig, memory_limit: float | None = None) -> dict:
     """The largest cubic domain of this configuration that fits in free memory, run for real."""
-    from thelma_py.modules.compute.lbm import Lbm
-
     lattice = lattice_by_name(cfg.lattice)
-    probe = Lbm(nu=0.02, streaming=cfg.streaming).create(
+    probe = compute_params(cfg).create(
         lattice, domain.periodic_box((8,) * lattice.d).evaluate(lattice), backend,
         np.dtype(cfg.precision))
     per_node = probe.memory_bytes_per_node
@@ -212,7 +215,8 @@ def largest_cube(cp, backend, cfg: BenchConfig, memory_limit: float | None = Non
     budget = min(free, memory_limit) if memory_limit else free
     n = int((0.95 * budget / per_node) ** (1 / 3))
     n -= n % 8
-    record = {"case": cfg.case, "streaming": cfg.streaming, "precision": cfg.precision,
+    record = {"compute": cfg.compute, "case": cfg.case, "streaming": cfg.streaming,
+              "precision": cfg.precision,
               "memory_bytes_per_node": per_node, "free_bytes": free, "total_bytes": total,
               "memory_limit_bytes": memory_limit, "size": n}
     try:
@@ -265,7 +269,7 @@ def markdown_table(payload: dict) -> str:
     for r in [r for r in payload.get("largest", []) if r.get("case") != "porous"]:
         gb = r["size"] ** 3 * r["memory_bytes_per_node"] / 1e9
         ran = f"ran at {r['mlups']:.0f} MLUPS" if r.get("ran") else f"not run ({r.get('error')})"
-        lines += ["", f"Largest D3Q19 {r['precision']} {r['streaming']} {r['case']} domain in "
+        lines += ["", f"Largest D3Q19 {r['precision']} {_scheme(r)} {r['case']} domain in "
                       f"{(r.get('memory_limit_bytes') or r['free_bytes']) / 1e9:.0f} GB: "
                       f"{r['size']}³ ({r['memory_bytes_per_node']} B/node, {gb:.1f} GB), {ran}."]
     from thelma_py.bench_output import output_lines
@@ -273,6 +277,12 @@ def markdown_table(payload: dict) -> str:
 
     lines += output_lines(payload)
     return "\n".join(lines) + "\n" + porous_section(payload)
+
+
+def _scheme(record: dict) -> str:
+    """'aa' for an LBM record, the plug-in name (lwacm-fused ...) otherwise."""
+    compute = record.get("compute", "lbm")
+    return record["streaming"] if compute == "lbm" else compute
 
 
 def _ints(text: str) -> list[int]:
@@ -384,10 +394,12 @@ def run(args: argparse.Namespace) -> int:
     largest = []
     if args.largest:
         limit = args.memory_limit_gb * 1e9 if args.memory_limit_gb else None
-        for case in ("periodic",):
-            rec = largest_cube(cp, backend, BenchConfig(streaming="aa", case=case, size=0), limit)
+        for compute in args.compute:  # LBM in place (the smallest LBM footprint)
+            cfg = BenchConfig(compute=compute, streaming="aa" if compute == "lbm" else "pull",
+                              case="periodic", size=0)
+            rec = largest_cube(cp, backend, cfg, limit)
             largest.append(rec)
-            print(f"largest D3Q19 fp32 aa {case}: {rec['size']}^3 "
+            print(f"largest D3Q19 fp32 {_scheme(rec)} periodic: {rec['size']}^3 "
                   f"({rec['memory_bytes_per_node']} B/node, "
                   f"{rec['size'] ** 3 * rec['memory_bytes_per_node'] / 1e9:.1f} GB) "
                   + (f"ran at {rec['mlups']:.0f} MLUPS" if rec.get("ran") else

@@ -145,16 +145,17 @@ def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("precision", "case", "mode"), [
-    ("float64", "lid", "overlap"),
-    ("float32", "lid", "overlap"),
-    ("float64", "zperiodic", "overlap"),
-    ("float32", "zperiodic", "serial"),
+@pytest.mark.parametrize(("precision", "case", "mode", "dims"), [
+    ("float64", "lid", "overlap", "auto"),
+    ("float32", "lid", "overlap", "auto"),
+    ("float64", "zperiodic", "overlap", "auto"),
+    ("float32", "zperiodic", "serial", "auto"),
+    ("float64", "lid", "overlap", "1x2x1"),  # a y cut: packed layers
 ])
-def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode):
+def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode, dims):
     if gpu_count() < 2:
         pytest.skip(f"needs 2 GPUs, {gpu_count()} visible")
-    out = run_gpus(2, precision, case, mode, env={"THELMA_HALO": "nccl"})
+    out = run_gpus(2, precision, case, mode, dims, env={"THELMA_HALO": "nccl"})
     assert f"identical: {case} {precision} {mode}, 2 ranks" in out and "over nccl" in out
 
 

@@ -6,8 +6,9 @@ prints 'identical' on rank 0 and exits 0, or exits 1 naming the first difference
 Cases: 'lid' (x periodic, walls beyond the y and z faces, a moving lid on +z, a moving sphere
 across the cut) and 'zperiodic' (x and z periodic: with 2 ranks both neighbours are the same
 rank; walls beyond the y faces, a lid on +y, a sphere across the cut). Mode 'overlap' or
-'serial' (exchange, then update). The rank count and the transport (THELMA_HALO) come from
-the launcher; ranks sharing one GPU exchange through the host.
+'serial' (exchange, then update); an optional decomposition such as 1x2x1 (default: auto, a z
+cut). The rank count and the transport (THELMA_HALO) come from the launcher; ranks sharing
+one GPU exchange through the host.
 """
 
 import sys
@@ -43,13 +44,13 @@ def build(case: str, precision: str, **kwargs) -> tp.Solver:
                       **kwargs)
 
 
-def main(precision: str, case: str, mode: str) -> int:
+def main(precision: str, case: str, mode: str, dims: str = "auto") -> int:
     comm = MPI.COMM_WORLD
     if comm.size < 2:
         print(f"this test needs at least 2 ranks, the launcher started {comm.size} (is mpi4py "
               "built against the MPI of this mpiexec?)")
         return 1
-    parts = build(case, precision, comm=comm)
+    parts = build(case, precision, comm=comm, decomposition=None if dims == "auto" else dims)
     parts.engine.overlap = mode == "overlap"
     for steps in STEPS:
         parts.run(steps)
@@ -94,4 +95,4 @@ def main(precision: str, case: str, mode: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

@@ -63,7 +63,7 @@ class HostCopier:
             array = cp.asarray(array)
             held = self._snapshot.get(name)
             if held is None or held.shape != array.shape or held.dtype != array.dtype:
-                held = self._snapshot[name] = cp.empty_like(array)
+                held = self._snapshot[name] = cp.empty(array.shape, array.dtype)  # C order
             held[...] = array
             snapshot[name] = held
         return snapshot

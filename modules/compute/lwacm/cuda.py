@@ -2,8 +2,8 @@
 
 Built like :class:`thelma_py.modules.compute.lbm.cuda.CudaLbm`: the same compile cache (one
 RawModule per source text), the same tag tables, and its graph-batched :meth:`step` (runs of
-many steps on small domains replay a captured CUDA graph; the last step of every ``step(n)``
-call runs the kernel variant that also stores ρ, u).
+many steps on small domains replay a captured CUDA graph). The two-step kernel always stores
+ρ, u (they are part of its state); the single-step records are ρ, u.
 """
 
 from __future__ import annotations
@@ -149,7 +149,9 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
 
 class CudaLwacmFused(_CudaBase):
     """Single-step LW-ACM on one GPU: (ρ, u_x, u_y, u_z) records in two buffers, shape
-    (*S, 4); ρ and u also in structure-of-arrays buffers written on the last step of a batch."""
+    (*S, 4), and nothing else per node but the tag (36 B in fp32). ρ and u are the state, so
+    :meth:`macroscopic` hands out views of the current records (strided; copies are made only
+    where a consumer needs contiguous arrays, e.g. for output)."""
 
     scheme = "fused"
 
@@ -158,8 +160,6 @@ class CudaLwacmFused(_CudaBase):
         xp = self.cp
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
-        self.rho = xp.ones(self.shape, dtype=self.dtype)
-        self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
         self.tile = fused_tile(lattice)
 
     @property
@@ -168,8 +168,8 @@ class CudaLwacmFused(_CudaBase):
 
     @property
     def memory_bytes_per_node(self) -> int:
-        # two record buffers, the ρ, u output buffers, the tags
-        return (8 + 1 + self.lattice.d) * self.dtype.itemsize + self.tags.tags.itemsize
+        # two record buffers and the tags
+        return 8 * self.dtype.itemsize + self.tags.tags.itemsize
 
     def _set(self, rho, u) -> None:
         d = self.lattice.d
@@ -178,8 +178,6 @@ class CudaLwacmFused(_CudaBase):
             for a in range(d):
                 buffer[..., 1 + a] = u[a]
             buffer[..., 1 + d:] = 0
-        self.rho[...] = rho
-        self.u[...] = u
         self.current = 0
         self._graphs.clear()
 
@@ -187,10 +185,8 @@ class CudaLwacmFused(_CudaBase):
         self._set(*self._fields(rho, u))
 
     def state(self) -> dict[str, np.ndarray]:
-        held = self.buffers[self.current]
-        rho = held[..., 0].get()
-        u = self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0).get()
-        return {"rho": np.ascontiguousarray(rho), "u": np.ascontiguousarray(u)}
+        rho, u = self.macroscopic()
+        return {"rho": np.ascontiguousarray(rho.get()), "u": np.ascontiguousarray(u.get())}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
@@ -199,20 +195,19 @@ class CudaLwacmFused(_CudaBase):
         self._set(self.cp.asarray(rho), self.cp.asarray(u))
 
     def macroscopic(self):
-        return self.rho, self.u
+        """Views (ρ of shape S, u of shape (D, *S)) of the current records."""
+        held = self.buffers[self.current]
+        return held[..., 0], self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0)
 
     def _launch(self, store: bool) -> None:
         bx, by, bz = self.tile
         grid = (-(-self.nx // bx), -(-self.ny // by), -(-self.nz // bz))
         args = (self.buffers[self.current], self.buffers[1 - self.current],
                 self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
-                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz),
-                self.rho, self.u)
+                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz))
         self.kernels[store](grid, (bx, by, bz), args)
         self.current = 1 - self.current
 
     def poison(self) -> None:
-        """Testing aid: fill everything a step must write with NaN."""
+        """Testing aid: fill everything a step must write (the other records) with NaN."""
         self.buffers[1 - self.current].fill(np.nan)
-        self.rho.fill(np.nan)
-        self.u.fill(np.nan)

@@ -15,8 +15,7 @@ the update rule in :mod:`.rule` (the functions the NumPy references run).
   read: the wall links there take :func:`.rule.wall_ghost` values instead.
 
 Tags are read only in 32-node tiles flagged by :func:`.lbm.kernels.tile_flags`, as for LBM. The
-fused kernel exists twice: ``*_macro`` also stores ρ and u in the structure-of-arrays output
-buffers that :meth:`macroscopic` returns (run on the last step of a batch).
+records are ρ and u, so the fused kernel has no variant that stores them apart.
 """
 
 from __future__ import annotations
@@ -55,10 +54,10 @@ class LwacmKernelConfig:
 
 
 def kernel_names(scheme: str) -> dict[bool, str]:
-    """Entry points by store_macro (the two-step kernel always stores ρ, u: they are state)."""
-    if scheme == "two-step":
-        return {False: "lwacm_step", True: "lwacm_step"}
-    return {False: "lwacm_fused_step", True: "lwacm_fused_step_macro"}
+    """Entry points by store_macro: one kernel each, since ρ, u are part of the state of both
+    schemes (the single-step records *are* ρ, u)."""
+    name = "lwacm_step" if scheme == "two-step" else "lwacm_fused_step"
+    return {False: name, True: name}
 
 
 def _header(cfg: LwacmKernelConfig) -> str:
@@ -140,7 +139,7 @@ def _fused_defines(cfg: LwacmKernelConfig) -> str:
     ])
 
 
-def _fused_kernel(cfg: LwacmKernelConfig, store: bool) -> str:
+def _fused_kernel(cfg: LwacmKernelConfig) -> str:
     lat = cfg.lattice
     bx, by, bz = fused_tile(lat)
     axes = AXES[: lat.d]
@@ -178,17 +177,12 @@ def _fused_kernel(cfg: LwacmKernelConfig, store: bool) -> str:
     record = [f"out.rho = {rho};"]
     record += [f"out.u{ax} = {u[a] if a < lat.d else '(real_t)0'};" for a, ax in enumerate(AXES)]
     tail = ["node_t out;", *record, "dst[n] = out;"]
-    if store:
-        tail += [f"rho_out[n] = {rho};"] + [f"u_out[{a} * N + n] = {ua};"
-                                             for a, ua in enumerate(u)]
-    name = f"lwacm_fused_step{'_macro' if store else ''}"
     signature = (
-        f'extern "C" __global__ void __launch_bounds__({bx * by * bz}) {name}(\n'
+        f'extern "C" __global__ void __launch_bounds__({bx * by * bz}) lwacm_fused_step(\n'
         "    const node_t* __restrict__ src, node_t* __restrict__ dst,\n"
         "    const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,\n"
         "    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,\n"
-        "    real_t kappa, int nx, int ny, int nz,\n"
-        "    real_t* __restrict__ rho_out, real_t* __restrict__ u_out)")
+        "    real_t kappa, int nx, int ny, int nz)")
     prologue = """    __shared__ node_t s[SX * SY * SZ];
     const int x0 = blockIdx.x * BX, y0 = blockIdx.y * BY, z0 = blockIdx.z * BZ;
     const int tid = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
@@ -210,13 +204,11 @@ def _fused_kernel(cfg: LwacmKernelConfig, store: bool) -> str:
     __syncthreads();
     const int x = x0 + threadIdx.x, y = y0 + threadIdx.y, z = z0 + threadIdx.z;
     if (x >= nx || y >= ny || z >= nz) return;
-    const size_t N = (size_t)nx * ny * nz;
     const int n = x + nx * (y + ny * z);
     const int c = (threadIdx.x + 1) + SX * ((threadIdx.y + 1) + SY * (threadIdx.z + ZHALO));
     const unsigned char tile = tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny * z)];
     const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;
-    if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;
-    (void)N;"""
+    if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"""
     return (f"{signature}\n{{\n{prologue}\n{em.code(4)}\n"
             f"{_indent(tail)}\n}}\n")
 
@@ -228,5 +220,5 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(_two_step_kernel(cfg))
     else:
         parts += [_fused_defines(cfg), _FUSED_HELPERS]
-        parts += [_fused_kernel(cfg, store) for store in (False, True)]
+        parts.append(_fused_kernel(cfg))
     return "\n".join(parts)

@@ -194,7 +194,7 @@ class _FakeStream:
     def __init__(self, log, name):
         self.log, self.name, self.ptr = log, name, 0
 
-    def record(self):
+    def record(self, event=None):
         self.log.append(("record", self.name))
         return self.name
 
@@ -219,6 +219,10 @@ class _FakeCuda:
     @classmethod
     def Stream(cls, non_blocking=False, priority=None):  # noqa: N802 (cupy's name)
         return _FakeStream(cls.log, "halo")
+
+    @classmethod
+    def Event(cls, disable_timing=False):  # noqa: N802 (cupy's name)
+        return None
 
 
 @pytest.mark.parametrize(("layers", "overlap"), [(10, True), (10, False), (4, True), (3, True)])

@@ -297,14 +297,15 @@ class CudaLbm(ComputeEngine):
                 self.current = 1 - self.current
                 continue
             halo = self._get_halo_stream()
-            halo.wait_event(main.record())  # the previous step wrote src
+            ready, done = self._events
+            halo.wait_event(main.record(ready))  # the previous step wrote src
             with halo:  # enqueued first: the exchange starts before the interior fills the GPU
                 exchange.exchange(src, halo)
                 for layer in sorted({1, last - 1}):
                     self._launch(store, advance=False, **{self._cut: (layer, 1)})
             if last - 3 > 0:
                 self._launch(store, advance=False, **{self._cut: (2, last - 3)})
-            main.wait_event(halo.record())
+            main.wait_event(halo.record(done))
             self.current = 1 - self.current
 
     def _get_halo_stream(self):
@@ -315,6 +316,8 @@ class CudaLbm(ComputeEngine):
                 self._halo_stream = cp.cuda.Stream(non_blocking=True, priority=-1000)
             except TypeError:  # a CuPy without priorities: the default one
                 self._halo_stream = cp.cuda.Stream(non_blocking=True)
+            # two events reused every step (a wait takes the record made just before it)
+            self._events = tuple(cp.cuda.Event(disable_timing=True) for _ in range(2))
         return self._halo_stream
 
     def poison(self) -> None:

@@ -40,14 +40,14 @@ fi
 echo "launcher: $MPIEXEC ${flags[*]}" | tee -a "$out/summary.log"
 
 stage "NCCL check (2 ranks, one GPU each)"
-timeout -k 5 90 "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py benchmarks/nccl_check.py 2>&1 \
+timeout -k 5 60 "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py benchmarks/nccl_check.py 2>&1 \
   | tee "$out/nccl_check.log"
 nccl_rc=$?
 if [ $nccl_rc -ne 0 ]; then
   status=1
   echo "!!! NCCL check failed (rc $nccl_rc): see $out/nccl_check.log. Retrying with NCCL_DEBUG=INFO" \
     | tee -a "$out/summary.log"
-  NCCL_DEBUG=INFO timeout -k 5 60 "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py \
+  NCCL_DEBUG=INFO timeout -k 5 45 "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py \
     benchmarks/nccl_check.py >"$out/nccl_debug.log" 2>&1
   tail -n 40 "$out/nccl_debug.log"
   echo "!!! benches below exchange through the host (THELMA_HALO=mpi)" | tee -a "$out/summary.log"
@@ -55,14 +55,14 @@ if [ $nccl_rc -ne 0 ]; then
 fi
 
 stage "GPU tests: multi-GPU (tests/test_gpu_parallel.py) and single-GPU pull (tests/test_gpu_lbm.py -k pull)"
-THELMA_REQUIRE_GPU=1 timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider -rA \
+THELMA_REQUIRE_GPU=1 timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider -rA \
   tests/test_gpu_parallel.py 2>&1 | tee "$out/gpu_parallel_tests.log" | tail -n 40 \
   || status=1
-THELMA_REQUIRE_GPU=1 timeout -k 5 90 python3 -m pytest -q -p no:cacheprovider \
+THELMA_REQUIRE_GPU=1 timeout -k 5 80 python3 -m pytest -q -p no:cacheprovider \
   tests/test_gpu_lbm.py -k pull 2>&1 | tee "$out/gpu_lbm_pull_tests.log" | tail -n 15 \
   || status=1
 
-for run in "weak 384 120" "strong 512 150"; do
+for run in "weak 384 110" "strong 512 140"; do
   set -- $run
   stage "scaling bench: $1, size $2"
   timeout -k 5 "$3" "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py -m thelma_py.bench --ranks \

@@ -26,6 +26,7 @@ TINY = {
                      dict(n=8, collision="trt", nu=0.05)],
     "pressure_poiseuille": [dict(n=6), dict(n=5, dim=3)],
     "cylinder": [dict(n=10)],
+    "cylinder_2d2": [dict(n=10)],
     "sphere": [dict(d=4, reynolds=5.0)],
     "stl_object": [dict(size=4, reynolds=5.0)],
 }

@@ -462,11 +462,13 @@ def schaefer_turek_measures(solver: tp.Solver, u_max: float = 0.1) -> dict[str, 
 def run_schaefer_turek(n: int, *, device: str = "auto", steps: int | None = None,
                        tolerance: float = 1e-6, every: int | None = None, **params) -> dict:
     """Run 2D-1 at ``n`` nodes per diameter until c_D changes by less than ``tolerance``
-    (relative) between checks, or ``steps``; returns the measures, steps and nodes."""
+    (relative) between checks, or ``steps``; returns the measures, steps and nodes. The
+    defaults scale with the flow-through time n / u_max: a check every 5 n / u_max steps, at
+    most 400 n / u_max steps (u_max = 0.1: 50 n and 4000 n)."""
     solver = schaefer_turek(device=device, n=n, **params)
     u_max = params.get("u_max", 0.1)
-    every = every or 50 * n
-    steps = steps or 2000 * n
+    every = every or round(5 * n / u_max)
+    steps = steps or round(400 * n / u_max)
     previous = math.inf
     measures = {}
     while solver.time_step < steps:
@@ -475,27 +477,52 @@ def run_schaefer_turek(n: int, *, device: str = "auto", steps: int | None = None
         if abs(measures["c_D"] - previous) < tolerance * abs(measures["c_D"]):
             break
         previous = measures["c_D"]
-    return {"n": n, "steps": solver.time_step, "nodes": solver.node_count, **measures}
+    return {"n": n, "u_max": u_max, "steps": solver.time_step, "nodes": solver.node_count,
+            **measures}
+
+
+def observed_order(sizes, values, reference: float) -> list[float]:
+    """Order log2(e_k / e_k+1) / log2(n_k+1 / n_k) of the errors |value − reference| between
+    successive resolutions."""
+    errors = [abs(v - reference) for v in values]
+    return [math.log(a / b) / math.log(m / n) for a, b, n, m in
+            zip(errors, errors[1:], sizes, sizes[1:], strict=False)]
+
+
+SCHAEFER_TUREK_2D2 = {"St": (0.295, 0.305), "c_D_max": (3.22, 3.24), "c_L_max": (0.99, 1.01)}
+"""Published intervals of benchmark 2D-2 (Re = 100, periodic vortex shedding)."""
+
+
+def shedding_measures(steps, c_d, c_l, n: int, u_mean: float) -> dict[str, float]:
+    """St = D f / U (D = ``n`` nodes, U = ``u_mean``), max c_D and max c_L over the second half
+    of a force history (step, c_D, c_L arrays), where shedding is periodic. The period is the
+    mean spacing of the upward zero crossings of c_L − mean(c_L), each located by linear
+    interpolation between samples; NaN with fewer than three crossings."""
+    t, cd, cl = (np.asarray(v, dtype=np.float64) for v in (steps, c_d, c_l))
+    late = t >= t[0] + (t[-1] - t[0]) / 2
+    t, cd, cl = t[late], cd[late], cl[late]
+    s = cl - cl.mean()
+    up = np.flatnonzero((s[:-1] < 0) & (s[1:] >= 0))
+    crossings = t[up] + (t[up + 1] - t[up]) * (-s[up]) / (s[up + 1] - s[up])
+    period = float(np.diff(crossings).mean()) if len(crossings) >= 3 else math.nan
+    return {"St": n / (period * u_mean), "c_D_max": float(cd.max()),
+            "c_L_max": float(cl.max()), "periods": max(len(crossings) - 1, 0)}
 
 
 def schaefer_turek_2d2(n: int = 20, *, device: str = "auto", steps: int | None = None,
-                       **params) -> dict:
-    """Test 2D-2 (Re = 100, unsteady): Strouhal number St = D f / U from the lift oscillation,
-    and max c_D, max c_L over the last part of the run (published: St 0.295-0.305,
-    c_D max 3.22-3.24, c_L max 0.99-1.01)."""
-    solver = schaefer_turek(device=device, n=n, reynolds=100.0, **params)
-    steps = steps or 4000 * n
-    sample = max(1, n // 4)
-    history = []
-    while solver.time_step < steps:
-        solver.run(sample)
-        m = schaefer_turek_measures(solver, params.get("u_max", 0.1))
-        history.append((solver.time_step, m["c_D"], m["c_L"]))
-    t, cd, cl = (np.array(v) for v in zip(*history, strict=True))
-    late = t > t[-1] / 2
-    sign = np.signbit(cl[late]).astype(int)
-    ups = t[late][1:][np.diff(sign) == -1]
-    period = float(np.diff(ups).mean()) if len(ups) > 2 else math.nan
-    u_mean = 2.0 * params.get("u_max", 0.1) / 3.0
-    return {"n": n, "steps": int(t[-1]), "St": n / (period * u_mean) if period else math.nan,
-            "c_D_max": float(cd[late].max()), "c_L_max": float(cl[late].max())}
+                       u_max: float = 0.1, every: int | None = None, **params) -> dict:
+    """Test 2D-2 (Re = 100, unsteady) at ``n`` nodes per diameter: the forces plug-in records
+    c_D, c_L every ``every`` steps (default n/4, at least 100 samples per shedding period) for
+    ``steps`` steps (default 400 n / u_max, about 80 shedding periods: the shedding grows from
+    the asymmetry of the geometry and is periodic over the second half); returns
+    :func:`shedding_measures`."""
+    u_mean = 2.0 * u_max / 3.0
+    history = tp.plugin("results", "forces", every=every or max(1, n // 4),
+                        bodies=[CYLINDER_ID], velocity=u_mean, area=float(n))
+    solver = schaefer_turek(device=device, n=n, reynolds=100.0, u_max=u_max,
+                            results=[history], **params)
+    solver.run(steps or round(400 * n / u_max))
+    records = history.history
+    return {"n": n, "steps": solver.time_step, **shedding_measures(
+        [r["step"] for r in records], [r[CYLINDER_ID]["cD"] for r in records],
+        [r[CYLINDER_ID]["cL"] for r in records], n, u_mean)}

@@ -31,10 +31,11 @@ with the default mrt_odd='magic'; the published s_m = 1.98 diverges there); TRT 
 
 
 
-def engines(lattice_name, setup, scheme, dtype, collision=None):
+def engines(lattice_name, setup, scheme, dtype, collision=None, force=None):
     lattice = LATTICES[lattice_name]
     tags = open_geometry(lattice, setup).evaluate(lattice)
-    params = Lbm(nu=0.04, collision=collision or COLLISION[lattice_name], streaming=scheme)
+    params = Lbm(nu=0.04, collision=collision or COLLISION[lattice_name], streaming=scheme,
+                 force=force)
     cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
     gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
     f = random_state(lattice, tags.tags.shape, dtype)
@@ -61,6 +62,17 @@ def test_open_boundaries_other_collisions(lattice_name, collision):
     cpu.step(64)
     gpu.step(64)
     assert relative_l2(gpu.state()["f"][:, tags.fluid], cpu.f[:, tags.fluid]) < 1e-12
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
+@pytest.mark.parametrize(("lattice_name", "setup", "scheme"),
+                         [("D2Q9", "zou-he", "pull"), ("D3Q19", "equilibrium", "aa"),
+                          ("D3Q19", "zou-he", "push")])
+def test_open_boundaries_with_a_body_force_cuda_match_numpy(lattice_name, setup, scheme, dtype):
+    """The local rules impose u − g/2 with a body force (both sides trace the same rule)."""
+    force = (2e-5, -1e-5, 1e-5)[: LATTICES[lattice_name].d]
+    cpu, gpu, tags = engines(lattice_name, setup, scheme, dtype, force=force)
+    assert_gpu_matches_numpy(cpu, gpu, tags, dtype)
 
 
 def test_aa_refuses_neighbour_rules():

@@ -114,7 +114,7 @@ def scaling_run(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
     from thelma_py import parallel
-    from thelma_py.bench import environment
+    from thelma_py.bench import environment, save
 
     comm = MPI.COMM_WORLD
     scaling, size = args.scaling, args.size
@@ -199,18 +199,9 @@ def scaling_run(args: argparse.Namespace) -> int:
     if comm.rank == 0:
         print(scaling_text(record))
         if args.json:
-            write_json(args.json, {**env, "ranks": ranks, "scaling": [record]})
+            save(args.json, {**env, "ranks": ranks, "scaling": [record]})
             print(f"wrote {args.json}")
     return 0
-
-
-def write_json(path, payload: dict) -> None:
-    import json
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1))
-    tmp.replace(path)
 
 
 def scaling_text(r: dict) -> str:

@@ -13,20 +13,34 @@ from mpi4py import MPI
 
 def main() -> int:
     import cupy as cp
-    from cupy.cuda import nccl
 
     from thelma_py.parallel import nccl_diagnostics, nccl_swap, select_device
 
     comm = MPI.COMM_WORLD
+    try:
+        from cupy.cuda import nccl
+    except Exception as exc:
+        if comm.rank == 0:
+            print(f"NCCL FAILED: import cupy.cuda.nccl: {exc}\n{nccl_diagnostics()}")
+        return 1
     if comm.size < 2:
         print(f"started {comm.size} rank(s): mpi4py does not see the launcher's ranks (is it "
               "built against this mpiexec's MPI?)")
         return 1
     device = select_device(comm)
     places = comm.gather((MPI.Get_processor_name(), device), root=0)
+    uid, error = None, ""
+    if comm.rank == 0:
+        try:
+            uid = nccl.get_unique_id()
+        except Exception as exc:
+            error = f"rank 0: ncclGetUniqueId: {type(exc).__name__}: {exc}"
+    uid, error = comm.bcast((uid, error), root=0)  # every rank learns of a failure
+    if error:
+        if comm.rank == 0:
+            print(f"NCCL FAILED: {error}\n{nccl_diagnostics()}")
+        return 1
     try:
-        uid = nccl.get_unique_id() if comm.rank == 0 else None
-        uid = comm.bcast(uid, root=0)
         nc = nccl.NcclCommunicator(comm.size, uid, comm.rank)
         partner = comm.rank ^ 1
         count = 1 << 18

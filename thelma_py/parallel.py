@@ -319,8 +319,9 @@ class NcclHaloExchange:
         self._ops: dict[tuple, list] = {}
 
     def _operations(self, f) -> list:
-        """(kind, array, peer, unpack target) per message for the buffer ``f`` (cached by
-        address: an engine exchanges its two buffers in turn)."""
+        """('send' or 'recv', layer, peer) per message for the buffer ``f``, in plan order; a
+        strided layer comes as (layer, staging buffer). Cached by address: an engine exchanges
+        its two buffers in turn."""
         key = (f.data.ptr, f.shape, f.dtype.str)
         if key not in self._ops:
             ops = []

@@ -35,7 +35,7 @@ MPIEXEC=$(command -v mpiexec || command -v mpirun)
 if [ -z "$MPIEXEC" ]; then echo "no mpiexec/mpirun on PATH"; exit 1; fi
 flags=()
 if "$MPIEXEC" --version 2>&1 | grep -qiE "open mpi|openrte"; then
-  flags=(--allow-run-as-root --oversubscribe)
+  flags=(--allow-run-as-root)
 fi
 echo "launcher: $MPIEXEC ${flags[*]}" | tee -a "$out/summary.log"
 

@@ -125,10 +125,9 @@ def launcher() -> list[str]:
     version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
                              timeout=30)
     command = [mpiexec]
-    if "Open MPI" in version.stdout + version.stderr or "OpenRTE" in version.stdout:
-        if os.geteuid() == 0:
-            command.append("--allow-run-as-root")
-        command.append("--oversubscribe")
+    text = version.stdout + version.stderr
+    if ("Open MPI" in text or "OpenRTE" in text) and os.geteuid() == 0:
+        command.append("--allow-run-as-root")
     return command
 
 

@@ -125,6 +125,10 @@ def scaling_run(args: argparse.Namespace) -> int:
     if streaming != "pull":
         raise SystemExit(f"--streaming {streaming}: distributed GPU runs use pull")
     ranks = comm.size
+    if ranks < 2:
+        raise SystemExit("thelma bench --ranks runs under mpiexec with at least 2 ranks (one per "
+                         "GPU); this process sees 1 (is mpi4py built against this mpiexec's "
+                         "MPI?)")
     device = parallel.select_device(comm)
     env = environment(cp)
     devices = comm.gather(f"{env['device']} (GPU {device})", root=0)

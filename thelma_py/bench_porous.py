@@ -99,33 +99,36 @@ def porous_section(payload: dict) -> str:
     lines = ["", "Porous medium (random overlapping spheres, periodic box): MLUPS and bytes "
              "counted per FLUID node; fraction of copy bandwidth per node the engine updates "
              f"(copy: {copy:.0f} GB/s).", "",
-             "| lattice | collision | precision | size | fluid | storage | MLUPS (fluid) | "
+             "| lattice | collision | precision | size | fluid | scheme | MLUPS (fluid) | "
              "B moved / fluid node | of copy | memory B / fluid node |",
              "|---|---|---|---|---:|---|---:|---:|---:|---:|"]
     key = ("lattice", "collision", "precision", "size")
     for r in sorted(rows, key=lambda r: (*[r[k] for k in key], r["fluid_fraction"],
-                                          r["storage"])):
+                                          _scheme(r))):
         lines.append(f"| {r['lattice']} | {r['collision']} | {r['precision']} | {r['size']}³ | "
-                     f"{r['fluid_fraction_measured']:.0%} | {r['storage']} | {r['mlups']:.0f} | "
+                     f"{r['fluid_fraction_measured']:.0%} | {_scheme(r)} | {r['mlups']:.0f} | "
                      f"{r['bytes_per_fluid_node']:.0f} | {r['fraction_of_copy']:.1%} | "
                      f"{r['memory_bytes_per_fluid_node']:.0f} |")
     groups: dict = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in key), {}).setdefault(
-            r["fluid_fraction_measured"], {})[r["storage"]] = r
+            r["fluid_fraction_measured"], {})[_scheme(r)] = r
     for group, by_fraction in sorted(groups.items()):
-        pairs = [(phi, v["sparse"], v["dense"]) for phi, v in by_fraction.items()
-                 if {"sparse", "dense"} <= set(v)]
-        if not pairs:
-            continue
-        speed = [(phi, s["mlups"] / d["mlups"]) for phi, s, d in pairs]
-        _, s0, d0 = pairs[0]
-        # memory: sparse holds M_s per fluid node, dense M_d per box node: pays below M_d/M_s
-        memory_pays = d0["memory_bytes_per_node"] / s0["memory_bytes_per_fluid_node"]
-        lines += ["", f"{' '.join(map(str, group[:3]))} {group[3]}³: " + _speed_sentence(speed)
-                  + f" Sparse needs less memory below {memory_pays:.0%} fluid "
-                  f"({s0['memory_bytes_per_fluid_node']:.0f} B per fluid node against "
-                  f"{d0['memory_bytes_per_node']:.0f} B per box node)."]
+        dense_schemes = sorted({k for v in by_fraction.values() for k in v if k != SPARSE})
+        for dense in dense_schemes:
+            pairs = [(phi, v[SPARSE], v[dense]) for phi, v in by_fraction.items()
+                     if SPARSE in v and dense in v]
+            if not pairs:
+                continue
+            speed = [(phi, sp["mlups"] / de["mlups"]) for phi, sp, de in pairs]
+            _, s0, d0 = pairs[0]
+            # sparse holds M_s per fluid node, dense M_d per box node: pays below M_d / M_s
+            memory_pays = d0["memory_bytes_per_node"] / s0["memory_bytes_per_fluid_node"]
+            lines += ["", f"{' '.join(map(str, group[:3]))} {group[3]}³, sparse against "
+                      f"{dense}: " + _speed_sentence(speed)
+                      + f" Sparse needs less memory below {memory_pays:.0%} fluid "
+                      f"({s0['memory_bytes_per_fluid_node']:.0f} B per fluid node against "
+                      f"{d0['memory_bytes_per_node']:.0f} B per box node)."]
     for r in largest:
         per = "fluid" if r["storage"] == "sparse" else "box"
         lines += ["", f"Largest porous domain ({r['fluid_fraction']:.0%} fluid) in "
@@ -133,6 +136,14 @@ def porous_section(payload: dict) -> str:
                       f"{r['size']}³ ({r['memory_bytes_per_node']} B per {per} node; "
                       "estimate, not run)."]
     return "\n".join(lines) + "\n"
+
+
+SPARSE = "sparse pull"
+
+
+def _scheme(record: dict) -> str:
+    """'dense pull', 'dense aa', 'sparse pull' (records without storage are dense)."""
+    return f"{record.get('storage', 'dense')} {record['streaming']}"
 
 
 def _speed_sentence(speed: list[tuple[float, float]]) -> str:

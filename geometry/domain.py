@@ -27,6 +27,7 @@ row (ux, uy, uz, ρ) per node of each open face's plane, found through ``NodeTag
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -37,6 +38,32 @@ from thelma_py.geometry.tags import MAX_BC_ID, OPEN_KINDS, SOLID_KINDS, NodeKind
 from thelma_py.lattice import Lattice
 
 FACES = ("-x", "+x", "-y", "+y", "-z", "+z")
+EDGE_CODE = len(FACES)
+"""Face codes (``NodeTags.open_table``): 0..5 index FACES; EDGE_CODE + mask (bit k for
+FACES[k]) is an edge or corner where free-slip faces on different axes meet, named by its
+faces ('-y+z')."""
+
+
+def face_code(face: int | str) -> int:
+    """The code of a face or of an edge / corner given by name ('-x', '-y+z') or code."""
+    if not isinstance(face, str):
+        return int(face)
+    names = [face[k:k + 2] for k in range(0, len(face), 2)]
+    if not names or any(n not in FACES for n in names) or len({n[1] for n in names}) \
+            != len(names):
+        raise ValueError(f"unknown face {face!r}: a face ({', '.join(FACES)}) or faces on "
+                         "different axes written together ('-y+z')")
+    if len(names) == 1:
+        return FACES.index(names[0])
+    return EDGE_CODE + sum(1 << FACES.index(n) for n in names)
+
+
+def face_label(code: int | str) -> str:
+    """The name of a face code (inverse of :func:`face_code`)."""
+    code = face_code(code)
+    if code < EDGE_CODE:
+        return FACES[code]
+    return "".join(n for k, n in enumerate(FACES) if (code - EDGE_CODE) >> k & 1)
 
 
 def _face_axis(face: str, dim: int) -> tuple[int, int]:
@@ -154,7 +181,7 @@ class NodeTags:
         for k in OPEN_KINDS:
             where = kinds == int(k)
             for bc in np.unique(ids[where]):
-                pairs.add((k.name, FACES[int(self.open_table[bc, 0])]))
+                pairs.add((k.name, face_label(int(self.open_table[bc, 0]))))
         return tuple(sorted(pairs))
 
 
@@ -235,6 +262,19 @@ class Geometry:
         if interpolated:
             self._interpolated[bc_id] = shape
         return bc_id
+
+    def _slip_edges(self) -> dict[int, int]:
+        """{face mask: boundary id} of every edge and corner where free-slip faces on different
+        axes meet: ids after the declared rows, the same for every sub-box."""
+        faces = [FACES.index(f) for f, spec in self._open.items()
+                 if spec.kind is NodeKind.FREE_SLIP]
+        masks = sorted({sum(1 << k for k in group) for r in (2, 3)
+                        for group in itertools.combinations(faces, r)
+                        if len({k // 2 for k in group}) == r})
+        if len(self._rows) + len(masks) > MAX_BC_ID + 1:
+            raise ValueError(f"at most {MAX_BC_ID + 1} boundary ids fit in a node tag (the "
+                             f"free-slip edges and corners need {len(masks)})")
+        return {mask: len(self._rows) + k for k, mask in enumerate(masks)}
 
     def _curved(self, lattice: Lattice, fluid: np.ndarray, halo_solid: np.ndarray,
                 halo_bc: np.ndarray, lower, shape) -> tuple[np.ndarray, np.ndarray]:
@@ -413,23 +453,33 @@ class Geometry:
         open_table = np.full((len(self._rows), 2), -1, dtype=np.int32)
         values = []
         coords = self._coords(lower, shape)
+        slip_mask = np.zeros(solid.shape, dtype=np.int64)
         for face, spec in self._open.items():  # later faces own the nodes they share
             axis, side = _face_axis(face, self.dim)
             layer = 0 if side < 0 else self.shape[axis] - 1
             on_face = np.broadcast_to(coords[axis] == layer, solid.shape) & ~solid
+            if spec.kind is NodeKind.FREE_SLIP:
+                slip_mask |= on_face.astype(np.int64) << FACES.index(face)
             kind = np.where(on_face, int(spec.kind), kind)
             node_bc = np.where(on_face, spec.bc_id, node_bc).astype(np.uint8)
             plane = list(coords)
             plane[axis] = np.full((1,) * self.dim, float(layer))
             open_table[spec.bc_id] = (FACES.index(face), sum(len(v) for v in values))
             values.append(spec.values(tuple(plane), self.dim))
+        edges = self._slip_edges()  # free-slip nodes on several free-slip faces
+        open_table = np.concatenate([open_table, np.array(
+            [(EDGE_CODE + mask, 0) for mask in edges], dtype=np.int32).reshape(-1, 2)])
+        for mask, bc in edges.items():
+            where = (kind == int(NodeKind.FREE_SLIP)) & (slip_mask == mask)
+            node_bc = np.where(where, bc, node_bc).astype(np.uint8)
         curved, curved_q = self._curved(lattice, kind == int(NodeKind.FLUID), halo_solid,
                                         halo_bc, lower, shape)
         kind.reshape(-1)[curved] = int(NodeKind.INTERPOLATED)
         if not (~halo_solid[inner]).any() and lower == (0,) * self.dim and shape == self.shape:
             raise ValueError("the geometry has no fluid node: every node is inside a wall; "
                              "check the wall shapes and the domain size")
-        table = np.array([[*row.velocity, row.rho] for row in self._rows], dtype=np.float64)
+        table = np.array([[*row.velocity, row.rho] for row in self._rows]
+                         + [[0.0, 0.0, 0.0, 1.0]] * len(edges), dtype=np.float64)
         return NodeTags(
             layout=layout,
             tags=layout.encode(kind, node_bc, links),

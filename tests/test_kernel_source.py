@@ -114,6 +114,9 @@ def open_config(lat, scheme, real, moving, kinds):
     else:
         names = ("OUTFLOW", "FREE_SLIP", "VELOCITY")
     pairs = [(k, f) for k in names for f in faces]
+    if kinds == "neighbour":  # free-slip edges and corners
+        pairs += [("FREE_SLIP", "-x+y")] + ([("FREE_SLIP", "-y+z"), ("FREE_SLIP", "+x-y-z")]
+                                            if lattice.d == 3 else [])
     coll = "trt" if lat == "D3Q27" else "mrt"
     return KernelConfig(lattice, Lbm(nu=0.1, collision=coll).relaxation(lattice), real, scheme,
                         moving_walls=moving, boundaries=pairs)

@@ -24,19 +24,25 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from thelma_py.codegen.expr import dot
+from thelma_py.geometry.domain import EDGE_CODE, FACES, face_code, face_label
 from thelma_py.lattice import Lattice
 
-FACE_NAMES = ("-x", "+x", "-y", "+y", "-z", "+z")
+__all__ = ["EDGE_CODE", "FACE_NAMES", "face_code", "face_label", "face_normal", "local_rule",
+           "nebb", "sources"]
+
+FACE_NAMES = FACES
 
 
 def face_normal(lattice: Lattice, face: int | str) -> np.ndarray:
-    """Outward unit normal (ints, length D) of a face given by index into FACE_NAMES or name."""
-    index = FACE_NAMES.index(face) if isinstance(face, str) else int(face)
-    axis, sign = divmod(index, 2)
-    if axis >= lattice.d:
-        raise ValueError(f"face {FACE_NAMES[index]} does not exist in {lattice.d}D")
+    """Outward unit normal (ints, length D) of a face given by name or code; for an edge or a
+    corner, the sum of its faces' normals (each axis-aligned: one non-zero entry per face)."""
+    label = face_label(face)
     normal = np.zeros(lattice.d, dtype=np.int64)
-    normal[axis] = 1 if sign else -1
+    for name in (label[k:k + 2] for k in range(0, len(label), 2)):
+        axis, sign = divmod(FACE_NAMES.index(name), 2)
+        if axis >= lattice.d:
+            raise ValueError(f"face {name} does not exist in {lattice.d}D")
+        normal[axis] = 1 if sign else -1
     return normal
 
 
@@ -101,21 +107,27 @@ def outflow_sources(lattice: Lattice, normal: Sequence[int]) -> dict[int, tuple[
 
 
 def free_slip_sources(lattice: Lattice, normal: Sequence[int]) -> dict[int, tuple[int, tuple]]:
-    """Specular reflection at the halfway wall beyond the face.
+    """Specular reflection at the halfway wall beyond the face (or the faces of an edge or
+    corner, ``normal`` their summed normal).
 
-    Missing f_i(x) is the population i' = mirror of i (c_i' = c_i − 2 (c_i · n) n) that left the
-    node y = x − c_i,t (same layer) towards the wall. That population bounced back into slot
-    k = ī' of y, so the source is (k, −c_i,t): the streamed value of population k at y."""
-    normal = np.asarray(normal, dtype=np.int64)
+    Missing f_i(x) is the population i' that left the node y = x − c_i,t towards the wall(s)
+    and was mirrored into i: c_i' = c_i − 2 Σ_F (c_i · n) n over the faces F that c_i crosses
+    (c_i · n < 0), and c_i,t = c_i − Σ_F (c_i · n) n. That population bounced back into slot
+    k = ī' of y, so the source is (k, −c_i,t): the streamed value of population k at y. At an
+    edge a population crossing both faces is reflected by both (for the edge diagonal: plain
+    bounce-back, y = x); one crossing a single face is reflected by that face alone."""
     c = lattice.c
+    faces = [np.where(np.arange(lattice.d) == a, v, 0) for a, v in
+             enumerate(np.asarray(normal, dtype=np.int64)) if v != 0]
     rows = {tuple(int(v) for v in ci): k for k, ci in enumerate(c)}
     out = {}
-    for i in missing(lattice, normal):
-        cn = int(c[i] @ normal)
-        mirror = c[i] - 2 * cn * normal
-        tangential = c[i] - cn * normal
-        k = rows[tuple(int(v) for v in -mirror)]
-        out[i] = (k, tuple(int(v) for v in -tangential))
+    for i in range(lattice.q):
+        crossed = [n for n in faces if int(c[i] @ n) < 0]
+        if not crossed:
+            continue
+        normal_part = sum(int(c[i] @ n) * n for n in crossed)
+        k = rows[tuple(int(v) for v in -(c[i] - 2 * normal_part))]
+        out[i] = (k, tuple(int(v) for v in -(c[i] - normal_part)))
     return out
 
 

@@ -34,7 +34,8 @@ class MomentumExchange:
         """body -> [(i, flat x, flat x + c_i, weights, term or None)] of interpolated links."""
         curved = CurvedLinks(lattice, tags, dtype)
         shape = tags.tags.shape
-        open_faces = {FACES[int(face)] for face in tags.open_table[:, 0] if face >= 0}
+        open_faces = {FACES[int(face)] for face in tags.open_table[:, 0]
+                      if 0 <= face < len(FACES)}  # edges: their faces are listed too
         coords = np.indices(shape).reshape(len(shape), -1)[::-1]  # local x, y[, z]
         for i in range(1, lattice.q):
             where = tags.layout.crosses_wall(tags.tags, i).reshape(-1)

@@ -68,7 +68,12 @@ class KernelConfig:
     def _check_boundaries(self, _, value):
         names = {k.name for k in OPEN_KINDS}
         for kind, face in value:
-            if kind not in names or face not in boundaries.FACE_NAMES[: 2 * self.lattice.d]:
+            try:  # a face, or an edge / corner of free-slip faces ('-y+z')
+                boundaries.face_normal(self.lattice, face)
+                edge = boundaries.face_code(face) >= boundaries.EDGE_CODE
+            except ValueError:
+                edge = None
+            if kind not in names or edge is None or (edge and kind != "FREE_SLIP"):
                 raise ValueError(f"unknown open boundary ({kind!r}, {face!r})")
             if self.scheme == "aa" and boundaries.is_neighbour_kind(kind):
                 raise ValueError(
@@ -419,7 +424,7 @@ def _open_function(cfg: KernelConfig) -> str:
     body += [f"const real_t a{i} = f[{i}];" for i in range(q)]
     body += [f"(void)a{i};" for i in range(q)]
     for kind, face_name in cfg.boundaries:
-        face = boundaries.FACE_NAMES.index(face_name)
+        face = boundaries.face_code(face_name)
         arm = (_neighbour_arm if boundaries.is_neighbour_kind(kind) else _local_arm)(
             cfg, kind, face)
         body.append(f"if (kind == KIND_{kind} && face == {face}) {{  // {kind} {face_name}")

@@ -13,7 +13,7 @@ from thelma_py.compute import check_memory
 from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import CUDA_OPTIONS
-from thelma_py.modules.compute.lbm.boundaries import FACE_NAMES
+from thelma_py.modules.compute.lbm.boundaries import face_label
 from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
 from thelma_py.modules.compute.lbm.sparse import SparseState, _macroscopic
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
@@ -36,7 +36,7 @@ def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str,
     for g in groups:
         end = start + len(g.flat)
         out["node"][start:end] = g.flat
-        out["arm"][start:end] = boundaries.index((g.kind, FACE_NAMES[g.face]))
+        out["arm"][start:end] = boundaries.index((g.kind, face_label(g.face)))
         if g.values is not None:
             out["values"][start:end] = g.values.T
         for i, _, targets, src in g.copies:

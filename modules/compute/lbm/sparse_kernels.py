@@ -122,7 +122,7 @@ def _arms(cfg: KernelConfig):
     """(comment, lines) of the open kernel's arms, numbered as ``open_arm`` numbers them:
     the (kind, face) pairs of ``cfg.boundaries``, then interpolated nodes."""
     for kind, face_name in cfg.boundaries:
-        face = boundaries.FACE_NAMES.index(face_name)
+        face = boundaries.face_code(face_name)
         arm = _neighbour_arm if boundaries.is_neighbour_kind(kind) else _local_arm
         yield f"{kind} {face_name}", arm(cfg, kind, face)
     if cfg.interpolated:

@@ -28,8 +28,10 @@ __all__ = ["build", "drag_coefficient", "main", "report"]
 
 
 def build(*, device: str = "auto", precision: str = "float64", d: int = 10,
-          reynolds: float = 20.0, u: float = 0.05, collision: str = "trt") -> tp.Solver:
-    """Channel of 10 d x 4 d x 4 d nodes, sphere centred 3 d behind the inlet."""
+          reynolds: float = 20.0, u: float = 0.05, collision: str = "trt",
+          interpolated: bool = True) -> tp.Solver:
+    """Channel of 10 d x 4 d x 4 d nodes, sphere centred 3 d behind the inlet (interpolated
+    bounce-back at its exact surface unless ``interpolated`` is False: halfway staircase)."""
     nu = u * d / reynolds
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
     shape = (10 * d, 4 * d, 4 * d)
@@ -38,7 +40,8 @@ def build(*, device: str = "auto", precision: str = "float64", d: int = 10,
         geometry.free_slip(face)
     geometry.inlet("-x", velocity=(u, 0.0, 0.0))
     geometry.outlet("+x", rho=1.0)
-    body = geometry.body(tp.geometry.Sphere((3 * d, 2 * d - 0.5, 2 * d - 0.5), d / 2))
+    body = geometry.body(tp.geometry.Sphere((3 * d, 2 * d - 0.5, 2 * d - 0.5), d / 2),
+                         interpolated=interpolated)
     assert body == SPHERE_ID  # after four free-slip rows, the inlet and the outlet
     init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
     return tp.compose("D3Q19", geometry, tp.plugin("compute", "lbm", nu=nu, collision=collision),

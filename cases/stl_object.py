@@ -41,7 +41,7 @@ def place(path: Path, size: int, centre) -> StlShape:
 
 def build(*, device: str = "auto", precision: str = "float64", stl: str | None = None,
           size: int = 10, reynolds: float = 20.0, u: float = 0.05,
-          collision: str = "trt") -> tp.Solver:
+          collision: str = "trt", interpolated: bool = True) -> tp.Solver:
     path = Path(stl) if stl else sphere_stl(Path(tempfile.gettempdir()) / "thelma_sphere.stl")
     nu = u * size / reynolds
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
@@ -50,7 +50,8 @@ def build(*, device: str = "auto", precision: str = "float64", stl: str | None =
         geometry.free_slip(face)
     geometry.inlet("-x", velocity=(u, 0.0, 0.0))
     geometry.outlet("+x", rho=1.0)
-    body = geometry.body(place(path, size, (3 * size, 2 * size - 0.5, 2 * size - 0.5)))
+    body = geometry.body(place(path, size, (3 * size, 2 * size - 0.5, 2 * size - 0.5)),
+                         interpolated=interpolated)  # wall distances by ray-triangle tests
     assert body == BODY_ID
     init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
     return tp.compose("D3Q19", geometry, tp.plugin("compute", "lbm", nu=nu, collision=collision),

@@ -19,7 +19,10 @@ open-boundary nodes (:class:`NodeKind` 3..8). Rules where kinds meet:
   link bits mark the populations the boundary rule rebuilds), and where it also lies beyond a
   wall face it carries that wall's row (a moving lid moves there too);
 - a node on two open faces belongs to the face declared last; populations arriving from beyond
-  the other face are bounced back as from a wall at rest.
+  the other face are bounced back as from a wall at rest;
+- except where free-slip faces meet each other: a node on several of them gets an edge /
+  corner row (face code 6 + mask of its faces) and reflects each population across every
+  face it crosses.
 
 Per-node boundary values (a velocity profile, a density) live in ``NodeTags.open_values``, one
 row (ux, uy, uz, ρ) per node of each open face's plane, found through ``NodeTags.open_table``.

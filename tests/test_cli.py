@@ -58,7 +58,8 @@ def test_list_shows_every_kind_with_parameters():
                         "cuda_options, mrt_odd)")
         for line in lines
     )
-    vtk = "  vtk(path, prefix, every, fields, precision, crop, subsample, background): "
+    vtk = ("  vtk(path, prefix, every, fields, precision, crop, subsample, writer, compression, "
+           "background): ParaView output")
     assert vtk in out.stdout
     assert re.search(r"^  progress\(", out.stdout, re.M)
     assert re.search(r"^  history\(every, path\)", out.stdout, re.M)

@@ -252,9 +252,9 @@ def pvd_text(entries: list[tuple[int, str]]) -> str:
 @register("results", "vtk")
 @attrs.define(kw_only=True)
 class VtkWriter:
-    supports_distributed = True  # one piece per rank and a .pvti (see _write_piece)
-
     """ParaView output: <path>/<prefix>_<step>.vti every N steps, indexed by <prefix>.pvd."""
+
+    supports_distributed = True  # one piece per rank and a .pvti (see _write_piece)
 
     path: Path = attrs.field(converter=Path)
     """Output directory (created by :meth:`start`)."""

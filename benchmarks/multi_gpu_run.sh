@@ -74,7 +74,11 @@ for run in "weak 384 110" "strong 512 140"; do
 done
 
 stage "done (status $status)"
+# the device tool returns at most 8 files: keep the JSON and the report, fold the logs into one
+for f in "$out"/*.log "$out"/*.txt "$out"/*.csv; do
+  [ -f "$f" ] && { echo "##### $(basename "$f")"; cat "$f"; } >> /tmp/multi_gpu_all.log
+done
+rm -f "$out"/*.log "$out"/*.txt "$out"/*.csv; mv /tmp/multi_gpu_all.log "$out/all.log"
 grep -hE "passed|failed|error|identical|different|efficiency|nccl ok|FAILED" \
-  "$out"/gpu_parallel_tests.log "$out"/gpu_lbm_pull_tests.log "$out"/scaling_*.log \
-  "$out"/nccl_check.log 2>/dev/null | tail -n 40
+  "$out/all.log" 2>/dev/null | tail -n 40
 exit $status

@@ -91,6 +91,19 @@ STEPS = 120
 """More than two CUDA-graph batches of 32 steps, plus a remainder."""
 
 
+def cpu_and_gpu(params, lattice: Lattice, tags, dtype):
+    """The NumPy and the CUDA engine of ``params`` on ``tags``, both holding the same random
+    state (:func:`random_state`)."""
+    from thelma_py.backend import select_backend
+
+    cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
+    gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
+    f = random_state(lattice, tags.tags.shape, dtype)
+    cpu.load_state({"f": f})
+    gpu.load_state({"f": f})
+    return cpu, gpu
+
+
 def relative_l2(a, b) -> float:
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 

@@ -16,8 +16,8 @@ from tests.lbm_setups import (
     LATTICES,
     OPEN_SETUPS,
     assert_gpu_matches_numpy,
+    cpu_and_gpu,
     open_geometry,
-    random_state,
     relative_l2,
 )
 from thelma_py.backend import select_backend
@@ -36,11 +36,7 @@ def engines(lattice_name, setup, scheme, dtype, collision=None, force=None):
     tags = open_geometry(lattice, setup).evaluate(lattice)
     params = Lbm(nu=0.04, collision=collision or COLLISION[lattice_name], streaming=scheme,
                  force=force)
-    cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
-    gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
-    f = random_state(lattice, tags.tags.shape, dtype)
-    cpu.load_state({"f": f})
-    gpu.load_state({"f": f})
+    cpu, gpu = cpu_and_gpu(params, lattice, tags, dtype)
     return cpu, gpu, tags
 
 
@@ -88,11 +84,7 @@ def test_free_slip_edges_and_corners_cuda_match_numpy(lattice_name, scheme, dtyp
         geo.free_slip(face)
     tags = geo.evaluate(lattice)
     params = Lbm(nu=0.04, collision=COLLISION[lattice_name], streaming=scheme)
-    cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
-    gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
-    f = random_state(lattice, tags.tags.shape, dtype)
-    cpu.load_state({"f": f})
-    gpu.load_state({"f": f})
+    cpu, gpu = cpu_and_gpu(params, lattice, tags, dtype)
     assert_gpu_matches_numpy(cpu, gpu, tags, dtype)
 
 

@@ -12,13 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.lbm_setups import (
-    LATTICES,
-    assert_gpu_matches_numpy,
-    open_geometry,
-    random_state,
-)
-from thelma_py.backend import select_backend
+from tests.lbm_setups import LATTICES, assert_gpu_matches_numpy, cpu_and_gpu, open_geometry
 from thelma_py.geometry import Sphere
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.forces import forces
@@ -35,12 +29,7 @@ def engines(lattice_name, setup, dtype, collision):
         geo.body(Sphere((20.6, 5.4, 4.8), 2.9), velocity=(0.005, 0.0, 0.01), interpolated=True)
     tags = geo.evaluate(lattice)
     assert len(tags.curved_nodes) > 10
-    params = Lbm(nu=0.04, collision=collision)
-    cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
-    gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
-    f = random_state(lattice, tags.tags.shape, dtype)
-    cpu.load_state({"f": f})
-    gpu.load_state({"f": f})
+    cpu, gpu = cpu_and_gpu(Lbm(nu=0.04, collision=collision), lattice, tags, dtype)
     return cpu, gpu, tags
 
 

@@ -39,10 +39,10 @@ GEOMETRIES = {"walled": walled_geometry, "porous": porous, "curved": curved_geom
               **{s: (lambda lat, s=s: open_geometry(lat, s)) for s in OPEN_SETUPS}}
 
 
-def engines(lattice_name, collision, dtype, geometry="walled", force=None):
+def engines(lattice_name, collision, dtype, geometry="walled", force=None, scheme="pull"):
     lattice = LATTICES[lattice_name]
     tags = GEOMETRIES[geometry](lattice).evaluate(lattice)
-    params = Lbm(nu=0.04, collision=collision, force=force, storage="sparse")
+    params = Lbm(nu=0.04, collision=collision, force=force, storage="sparse", streaming=scheme)
     f = random_state(lattice, tags.tags.shape, dtype)  # dense: load_state gathers it
     pair = [params.create(lattice, tags, select_backend(device), np.dtype(dtype))
             for device in ("cpu", "cuda")]
@@ -66,12 +66,20 @@ def assert_matches(cpu, gpu, dtype, steps: int = STEPS) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
-@pytest.mark.parametrize("geometry", ["walled", "porous", "curved"])
+@pytest.mark.parametrize(("geometry", "scheme"), [
+    ("walled", "pull"), ("porous", "pull"), ("curved", "pull"), ("walled", "aa"),
+    ("porous", "aa")])
 @pytest.mark.parametrize(("lattice_name", "collision"), CONFIGS)
-def test_cuda_sparse_matches_numpy(lattice_name, collision, geometry, dtype):
+def test_cuda_sparse_matches_numpy(lattice_name, collision, geometry, scheme, dtype):
     force = (2e-5, -1e-5, 1e-5)[: LATTICES[lattice_name].d] if collision == "trt" else None
-    cpu, gpu, _ = engines(lattice_name, collision, dtype, geometry, force)
+    cpu, gpu, _ = engines(lattice_name, collision, dtype, geometry, force, scheme)
     assert_matches(cpu, gpu, dtype)
+
+
+@pytest.mark.parametrize("steps", [STEPS, STEPS + 1])
+def test_cuda_sparse_aa_matches_numpy_after_either_parity(steps):
+    cpu, gpu, _ = engines("D3Q19", "mrt", np.float64, "walled", scheme="aa")
+    assert_matches(cpu, gpu, np.float64, steps)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
@@ -83,22 +91,24 @@ def test_cuda_sparse_open_boundaries_match_numpy(lattice_name, setup, dtype):
     assert_matches(cpu, gpu, dtype)
 
 
-def test_cuda_sparse_steps_in_any_chunking_agree():
+@pytest.mark.parametrize(("geometry", "scheme"), [("zou-he", "pull"), ("walled", "aa")])
+def test_cuda_sparse_steps_in_any_chunking_agree(geometry, scheme):
     """One call of 70 steps equals 70 calls of one step (graphs vs single launches)."""
-    _, a, _ = engines("D3Q19", "mrt", np.float64, "zou-he")
-    _, b, _ = engines("D3Q19", "mrt", np.float64, "zou-he")
+    _, a, _ = engines("D3Q19", "mrt", np.float64, geometry, scheme=scheme)
+    _, b, _ = engines("D3Q19", "mrt", np.float64, geometry, scheme=scheme)
     a.step(70)
     for _ in range(70):
         b.step(1)
     np.testing.assert_array_equal(a.state()["f"], b.state()["f"])
 
 
-def test_cuda_sparse_restart_is_bit_identical():
-    _, a, _ = engines("D3Q19", "bgk", np.float32, "porous")
+@pytest.mark.parametrize("scheme", ["pull", "aa"])
+def test_cuda_sparse_restart_is_bit_identical(scheme):
+    _, a, _ = engines("D3Q19", "bgk", np.float32, "porous", scheme=scheme)
     a.step(33)
     saved = a.state()
     a.step(40)
-    _, b, _ = engines("D3Q19", "bgk", np.float32, "porous")
+    _, b, _ = engines("D3Q19", "bgk", np.float32, "porous", scheme=scheme)
     b.load_state(saved)
     b.step(40)
     np.testing.assert_array_equal(a.state()["f"], b.state()["f"])

@@ -193,7 +193,11 @@ def test_sparse_refuses_other_streaming_schemes():
     lattice = LATTICES["D2Q9"]
     tags = porous_geometry(lattice).evaluate(lattice)
     with pytest.raises(ValueError, match="pull"):
-        Lbm(nu=0.1, storage="sparse", streaming="aa").create(lattice, tags, CPU,
+        Lbm(nu=0.1, storage="sparse", streaming="push").create(lattice, tags, CPU,
+                                                               np.dtype(np.float64))
+    open_tags = open_geometry(lattice, "zou-he").evaluate(lattice)
+    with pytest.raises(ValueError, match="in-place AA"):
+        Lbm(nu=0.1, storage="sparse", streaming="aa").create(lattice, open_tags, CPU,
                                                              np.dtype(np.float64))
     with pytest.raises(ValueError, match="storage"):
         Lbm(nu=0.1, storage="compressed")

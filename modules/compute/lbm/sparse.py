@@ -139,14 +139,21 @@ class SparseDomain:
         return out.reshape(*lead, *self.shape)
 
 
-def sparse_bytes_per_node(lattice: Lattice, dtype) -> dict[str, int]:
+def sparse_bytes_per_node(lattice: Lattice, dtype, streaming: str = "pull") -> dict[str, int]:
     """Per stored (fluid) node: bytes one update moves (two population passes and the neighbour
-    table) and device bytes held (two population buffers, the table, ρ and u, the node's dense
-    index for the scatter to dense fields)."""
+    table; AA reads the table every other step only) and device bytes held (population
+    buffers: two for pull, one for AA; the table, ρ and u, the node's dense index for the
+    scatter to dense fields)."""
     real = np.dtype(dtype).itemsize
     table = 4 * (lattice.q - 1)
-    return {"traffic": 2 * lattice.q * real + table,
-            "memory": 2 * lattice.q * real + table + (1 + lattice.d) * real + 4}
+    aa = streaming == "aa"
+    return {"traffic": 2 * lattice.q * real + (table // 2 if aa else table),
+            "memory": (1 if aa else 2) * lattice.q * real + table + (1 + lattice.d) * real + 4}
+
+
+AA_REFUSAL = ("open boundaries and interpolated bodies rebuild nodes from the previous step's "
+              "populations, which the in-place AA scheme has overwritten; use streaming='pull' "
+              "with storage='sparse'")
 
 
 class SparseState:
@@ -164,15 +171,21 @@ class SparseState:
         self.solid_rho[~tags.solid] = np.nan  # never shown: overwritten by the fluid values
 
     @property
+    def _bytes(self) -> dict[str, int]:
+        one = getattr(self, "buffer_count", 2) == 1  # the NumPy reference pulls
+        return sparse_bytes_per_node(self.lattice, self.dtype, "aa" if one else "pull")
+
+    @property
     def traffic_bytes_per_node(self) -> int:
-        """Bytes per FLUID (stored) node and step: 2 Q reals plus the int32 neighbour row."""
-        return sparse_bytes_per_node(self.lattice, self.dtype)["traffic"]
+        """Bytes per FLUID (stored) node and step: 2 Q reals plus the int32 neighbour row
+        (AA: half of it on average)."""
+        return self._bytes["traffic"]
 
     @property
     def memory_bytes_per_node(self) -> int:
         """Device bytes per FLUID (stored) node; dense ρ, u returned by :meth:`macroscopic`
         are allocated when asked for and not counted."""
-        return sparse_bytes_per_node(self.lattice, self.dtype)["memory"]
+        return self._bytes["memory"]
 
     @property
     def stored_fraction(self) -> float:
@@ -309,9 +322,15 @@ class NumpySparseLbm(SparseState, ComputeEngine):
 def create_sparse(params, lattice: Lattice, tags: NodeTags, backend: Backend,
                   dtype) -> ComputeEngine:
     """The sparse engine for ``params`` (``Lbm`` with storage='sparse')."""
-    if params.streaming != "pull":
-        raise ValueError(f"storage='sparse' streams by pull with two buffers; "
+    if params.streaming not in ("pull", "aa"):
+        raise ValueError(f"storage='sparse' streams by pull (two buffers) or AA (one); "
                          f"streaming={params.streaming!r} is not available with it")
+    if params.streaming == "aa" and (tags.open_kinds or len(tags.curved_nodes)):
+        raise ValueError(AA_REFUSAL)
+    if backend.is_gpu and params.streaming == "aa":
+        from thelma_py.modules.compute.lbm.sparse_aa import CudaSparseAaLbm
+
+        return CudaSparseAaLbm(params, lattice, tags, backend, np.dtype(dtype))
     if backend.is_gpu:
         from thelma_py.modules.compute.lbm.sparse_cuda import CudaSparseLbm
 

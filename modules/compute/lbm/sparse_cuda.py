@@ -52,6 +52,9 @@ def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str,
 class CudaSparseLbm(SparseState, CudaLbm):
     """Sparse-storage LBM on one GPU (pull, two buffers of (Q, N))."""
 
+    buffer_count = 2
+    kernel_names = KERNELS
+
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         import cupy
 
@@ -66,8 +69,8 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.source = params.kernel_source(
             lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
             boundaries=boundaries, interpolated=bool(len(tags.curved_nodes)))
-        module = _module(self.source)
-        self.kernels = {store: module.get_function(name) for store, name in KERNELS.items()}
+        self._compiled = module = _module(self.source)
+        self.kernels = {key: module.get_function(name) for key, name in self.kernel_names.items()}
         self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
         xp = cupy
         self.nbr = xp.asarray(dom.nbr)
@@ -78,7 +81,8 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.open_kernels = ({store: module.get_function(name)
                               for store, name in OPEN_KERNELS.items()} if self.n_open else {})
         self.open = {name: xp.asarray(np.ascontiguousarray(a)) for name, a in opened.items()}
-        self.buffers = [xp.empty((lattice.q, dom.count), dtype=self.dtype) for _ in range(2)]
+        self.buffers = [xp.empty((lattice.q, dom.count), dtype=self.dtype)
+                        for _ in range(self.buffer_count)]
         self.rho = xp.empty(dom.count, dtype=self.dtype)
         self.u = xp.zeros((lattice.d, dom.count), dtype=self.dtype)
         self.omega = self.dtype.type(params.omega)
@@ -90,14 +94,26 @@ class CudaSparseLbm(SparseState, CudaLbm):
     def _set(self, f_sparse, rho=None, u=None) -> None:
         xp = self.cp
         f = xp.asarray(f_sparse)
-        for buffer in self.buffers:
-            buffer[...] = f
+        self._hold(f)
         if rho is None:
             rho, u = _macroscopic(self.lattice, self.params.force, f, xp)
         self.rho[...] = xp.asarray(rho)
         self.u[...] = xp.asarray(u)
         self.current, self.phase = 0, "post-even"
         self._graphs.clear()
+
+    def _hold(self, f_post) -> None:
+        """Put post-collision populations (Q, N) in the buffers as the scheme holds them."""
+        for buffer in self.buffers:
+            buffer[...] = f_post
+
+    def _slot(self, i: int) -> int:
+        """Buffer slot of post-collision population i (the AA scheme reverses them)."""
+        return i
+
+    def canonical_sparse(self):
+        """Post-collision populations (Q, N) on the device."""
+        return self.buffers[self.current]
 
     def initialize(self, rho, u) -> None:
         xp = self.cp
@@ -109,7 +125,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         for i in range(self.lattice.q):  # one population at a time: no second copy of f
             feq = self.lattice.equilibrium_i(i, rho, stored, usq)
             for buffer in self.buffers:
-                buffer[i] = feq
+                buffer[self._slot(i)] = feq
         self.rho[...] = rho
         for a, ua in enumerate(u):
             self.u[a] = ua
@@ -119,10 +135,10 @@ class CudaSparseLbm(SparseState, CudaLbm):
     def canonical(self):
         """Dense post-collision populations (Q, *S) on the device, zero at solid nodes (for
         forces; allocated on each call)."""
-        return self.domain.scatter(self.buffers[self.current], 0.0, self.node_index, self.cp)
+        return self.domain.scatter(self.canonical_sparse(), 0.0, self.node_index, self.cp)
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.buffers[self.current].get(), "solid_rho": self.solid_rho.copy(),
+        return {"f": self.canonical_sparse().get(), "solid_rho": self.solid_rho.copy(),
                 "rho": self.rho.get(), "u": self.u.get()}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:

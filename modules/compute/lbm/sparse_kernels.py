@@ -31,7 +31,8 @@ def kernel_name(cfg: KernelConfig) -> str:
 
 def _check(cfg: KernelConfig) -> None:
     if cfg.scheme != "pull":
-        raise ValueError(f"sparse kernels pull with two buffers, not {cfg.scheme!r}")
+        raise ValueError(f"sparse kernels stream by pull (two buffers) or AA (one, "
+                         f":mod:`.sparse_aa`), not {cfg.scheme!r}")
 
 
 def _ladd(cfg: KernelConfig, i: int):
@@ -171,6 +172,10 @@ def _open_kernel(cfg: KernelConfig, store: bool) -> str:
 
 def generate_sparse(cfg: KernelConfig) -> str:
     """The complete CUDA source of one sparse configuration (deterministic text)."""
+    if cfg.scheme == "aa":
+        from thelma_py.modules.compute.lbm.sparse_aa import generate_aa
+
+        return generate_aa(cfg)
     _check(cfg)
     parts = [_header(cfg)]
     for store in (False, True):

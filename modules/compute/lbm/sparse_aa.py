@@ -1,0 +1,157 @@
+"""Sparse storage with the in-place AA scheme (Bailey et al. 2009): one population buffer.
+
+The same neighbour table serves both directions: the upstream node of ī is the downstream node
+of i (x − c_ī = x + c_i). Naming follows :mod:`.kernels`:
+
+* ``odd`` (runs on the reversed state f*, slot ī holding f*_i): reads f_i from slot ī of the
+  upstream entry j = nbr[i − 1] (j < 0: slot i of the node itself plus Ladd's term of row
+  −1 − j), collides, writes f*_i to slot i of the downstream entry k = nbr[ī − 1] (k < 0: to
+  slot ī of the node itself plus Ladd's term for ī). The state is then streamed, pre-collision.
+* ``even``: reads the node's own slots, collides, writes f*_i to its own slot ī. No table.
+
+Each location is read and written by one thread only, so steps are race-free in place. Open
+boundaries and interpolated bodies rebuild nodes from the previous step's values in a second
+kernel, which the in-place scheme has already overwritten: they need streaming='pull'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thelma_py.modules.compute.lbm.kernels import KernelConfig, _collision
+from thelma_py.modules.compute.lbm.sparse import AA_REFUSAL
+from thelma_py.modules.compute.lbm.sparse_cuda import CudaSparseLbm
+from thelma_py.modules.compute.lbm.sparse_kernels import _header, _ladd, _signature
+
+AA_KERNELS = {(parity, store): f"lbm_sparse_step_{parity}{'_macro' if store else ''}"
+              for parity in ("even", "odd") for store in (False, True)}
+
+
+def _reads(cfg: KernelConfig, parity: str) -> list[str]:
+    lat = cfg.lattice
+    lines = []
+    for i in range(lat.q):
+        j = int(lat.opposite[i])
+        if parity == "even" or i == 0:
+            lines.append(f"real_t f{i} = f[{i} * N + n];")
+            continue
+        text = (f"real_t f{i}; {{ const int e = nbr[{i - 1} * N + n]; "
+                f"f{i} = f[e >= 0 ? {j} * N + e : {i} * N + n];")
+        if cfg.moving_walls:
+            text += f" if (e < 0) {{ const int r = -1 - e; f{i} += {_ladd(cfg, i)}; }}"
+        lines.append(text + " }")
+    return lines
+
+
+def _writes(cfg: KernelConfig, parity: str) -> list[str]:
+    lat = cfg.lattice
+    store = "__stcs" if cfg.streaming_stores else "store"
+    lines = []
+    for i in range(lat.q):
+        j = int(lat.opposite[i])
+        if parity == "even":
+            lines.append(f"{store}(&f[{j} * N + n], p{i});")
+            continue
+        if i == 0:
+            lines.append(f"{store}(&f[n], p0);")
+            continue
+        # p_i heads for x + c_i = the upstream entry of ī; a wall there sends it back as ī
+        text = f"{{ const int k = nbr[{j - 1} * N + n]; real_t v = p{i};"
+        if cfg.moving_walls:
+            text += f" if (k < 0) {{ const int r = -1 - k; v += {_ladd(cfg, j)}; }}"
+        lines.append(text + f" {store}(k >= 0 ? &f[{i} * N + k] : &f[{j} * N + n], v); }}")
+    return lines
+
+
+def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
+    pad = "    "
+    lines = ["const int n = blockIdx.x * blockDim.x + threadIdx.x;",
+             "if (n >= n_nodes) return;",
+             "const size_t N = (size_t)n_nodes;"] + _reads(cfg, parity)
+    body, rho, u = _collision(cfg)
+    out = []
+    if store:
+        out += [f"rho_out[n] = {rho};"] + [f"u_out[{a} * N + n] = {ua};"
+                                            for a, ua in enumerate(u)]
+    out += _writes(cfg, parity)
+    signature = _signature(cfg, AA_KERNELS[(parity, store)], False).replace(
+        "const real_t* __restrict__ src, real_t* __restrict__ dst", "real_t* __restrict__ f")
+    return (f"{signature}\n{{\n" + "\n".join(pad + line for line in lines) + f"\n{body}\n"
+            + "\n".join(pad + line for line in out) + "\n}\n")
+
+
+def generate_aa(cfg: KernelConfig) -> str:
+    """The complete CUDA source of one sparse AA configuration (deterministic text)."""
+    if cfg.boundaries or cfg.interpolated:
+        raise ValueError(AA_REFUSAL)
+    parts = [_header(cfg)]
+    parts += [_kernel(cfg, parity, store) for parity in ("even", "odd")
+              for store in (False, True)]
+    return "\n".join(parts)
+
+
+def aa_canonical(lattice, nbr, walls: dict, held, phase: str, xp=np):
+    """Post-collision f* (Q, N) from what the AA buffer holds: per node reversed after an
+    even step; streamed (pre-collision) after an odd one, undone through the neighbour table
+    (``walls``: :meth:`.sparse.SparseDomain.wall_links` on the same backend)."""
+    opposite = lattice.opposite
+    if phase == "post-even":
+        return held[opposite].copy()
+    out = xp.empty_like(held)
+    out[0] = held[0]
+    for i in range(1, lattice.q):
+        j = int(opposite[i])
+        down = nbr[j - 1]  # x + c_i: population i of x arrived there
+        out[i] = held[i][xp.where(down >= 0, down, 0)]
+        if j in walls:  # x + c_i solid: it came back into slot ī of x with Ladd's term
+            where, term = walls[j]
+            back = held[j][where]
+            out[i][where] = back if term is None else back - term
+    return out
+
+
+class CudaSparseAaLbm(CudaSparseLbm):
+    """Sparse storage, in-place AA on one GPU: one buffer of (Q, N)."""
+
+    buffer_count = 1
+    kernel_names = AA_KERNELS
+
+    def __init__(self, params, lattice, tags, backend, dtype):
+        super().__init__(params, lattice, tags, backend, dtype)
+        self.scheme = "aa"
+        cp = self.cp
+        self.walls = {i: (cp.asarray(where), None if term is None else cp.asarray(term))
+                      for i, (where, term) in self.domain.wall_links(self.dtype).items()}
+
+    def _hold(self, f_post) -> None:
+        self.buffers[0][...] = f_post[self.lattice.opposite]
+
+    def _slot(self, i: int) -> int:
+        return int(self.lattice.opposite[i])
+
+    def canonical_sparse(self):
+        return aa_canonical(self.lattice, self.nbr, self.walls, self.buffers[0], self.phase,
+                            self.cp)
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {**super().state(), "held": self.buffers[0].get(),
+                "layout": np.array(f"aa/{self.phase}")}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        super().load_state(state)
+        if "held" in state and str(state.get("layout", "")).startswith("aa/"):
+            self.buffers[0][...] = self.cp.asarray(state["held"])
+            self.phase = str(state["layout"]).split("/", 1)[1]
+
+    def _launch(self, store: bool) -> None:
+        parity = "odd" if self.phase == "post-even" else "even"
+        args = (self.buffers[0], self.nbr, self.bc, self.omega, self.omega_minus,
+                np.int32(self.domain.count), self.rho, self.u)
+        self.kernels[(parity, store)](((self.domain.count + self.block - 1) // self.block,),
+                                      (self.block, 1, 1), args)
+        self.phase = "post-odd" if parity == "odd" else "post-even"
+
+    def poison(self) -> None:
+        """Testing aid: ρ and u must be written by the last step (the buffer is in place)."""
+        self.rho.fill(np.nan)
+        self.u.fill(np.nan)

@@ -1,0 +1,129 @@
+"""A stand-in for the few CuPy calls the sparse CUDA engines make, for machines without a GPU.
+
+Arrays are NumPy arrays with a ``get()``; ``RawModule`` compiles the generated CUDA source as
+C++ for the host (CUDA keywords defined away) and runs every thread of a launch in turn. For
+kernels whose threads never touch each other's locations within a launch (pull with two
+buffers, in-place AA) this is the kernel's arithmetic and indexing exactly, so the engines'
+Python side (state layouts, launches, conversions) can be tested on the CPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+
+PRELUDE = """
+#include <cstddef>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__
+struct thread_index { unsigned x, y, z; };
+static thread_index blockIdx, blockDim, threadIdx;
+"""
+
+KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)')
+
+
+class DeviceArray(np.ndarray):
+    """A NumPy array that answers ``get()`` like a CuPy array."""
+
+    def get(self) -> np.ndarray:
+        return np.array(self)
+
+
+def _device(array) -> DeviceArray:
+    return np.ascontiguousarray(array).view(DeviceArray)
+
+
+def asarray(a, dtype=None):
+    return _device(np.array(a, dtype=dtype, copy=True))
+
+
+def _wrap(function):
+    def call(*args, **kwargs):
+        out = function(*args, **kwargs)
+        return _device(out) if isinstance(out, np.ndarray) else out
+    return call
+
+
+class RawModule:
+    """Compiles ``code`` with g++ and gives each ``extern "C"`` kernel a host launcher."""
+
+    def __init__(self, code: str, options=()):
+        real = "double" if "typedef double real_t;" in code else "float"
+        self._scalar = ctypes.c_double if real == "double" else ctypes.c_float
+        self._params = {}
+        launchers = []
+        for name, params in KERNEL.findall(code):
+            names = [p.split()[-1] for p in params.split(",")]
+            self._params[name] = ["*" in p for p in params.split(",")], [
+                "int " in p and "*" not in p for p in params.split(",")]
+            launchers.append(
+                f'extern "C" void launch_{name}(unsigned grid, unsigned block, {params}) {{\n'
+                "    blockDim.x = block;\n"
+                "    for (unsigned b = 0; b < grid; ++b) for (unsigned t = 0; t < block; ++t) "
+                f"{{ blockIdx.x = b; threadIdx.x = t; {name}({', '.join(names)}); }}\n}}\n")
+        text = PRELUDE + code + "\n".join(launchers)
+        folder = Path(tempfile.mkdtemp(prefix="host_cupy_"))
+        key = hashlib.sha256(text.encode()).hexdigest()[:16]
+        source = folder / f"{key}.cpp"
+        source.write_text(text)
+        subprocess.run([shutil.which("g++"), "-O1", "-ffp-contract=off", "-shared", "-fPIC",
+                        "-o", str(folder / f"{key}.so"), str(source)], check=True,
+                       capture_output=True)
+        self._lib = ctypes.CDLL(str(folder / f"{key}.so"))
+
+    def get_function(self, name: str):
+        pointers, ints = self._params[name]
+        launcher = getattr(self._lib, f"launch_{name}")
+
+        def kernel(grid, block, args):
+            values = [ctypes.c_uint(grid[0]), ctypes.c_uint(block[0])]
+            for arg, pointer, integer in zip(args, pointers, ints, strict=True):
+                if pointer:
+                    assert arg.flags.c_contiguous
+                    values.append(ctypes.c_void_p(arg.ctypes.data))
+                else:
+                    values.append(ctypes.c_int(int(arg)) if integer else self._scalar(arg))
+            launcher(*values)
+        return kernel
+
+
+def module() -> types.ModuleType:
+    """The stand-in, to be placed at ``sys.modules['cupy']``."""
+    cp = types.ModuleType("cupy")
+    cp.asarray = asarray
+    cp.RawModule = RawModule
+    for name in ("empty", "zeros", "full", "array", "where", "tensordot", "empty_like"):
+        setattr(cp, name, _wrap(getattr(np, name)))
+    cp.cuda = types.SimpleNamespace(get_current_stream=lambda: None)
+    return cp
+
+
+class HostBackend:
+    """The parts of :class:`thelma_py.backend.Backend` the engines use, for the stand-in."""
+
+    is_gpu = True
+    name = "host-cuda"
+
+    def __init__(self):
+        self.xp = module()
+
+    def memory(self):
+        return None
+
+    def to_host(self, array):
+        return np.array(array)
+
+    def to_device(self, array):
+        return asarray(array)

@@ -31,6 +31,7 @@ except Exception as exc:
 print("mpi4py", mpi4py.__version__, "|", MPI.Get_library_version().splitlines()[0])
 EOF
 
+PY=$(command -v python3)  # absolute: Open MPI may start another python3 from its own PATH
 MPIEXEC=$(command -v mpiexec || command -v mpirun)
 if [ -z "$MPIEXEC" ]; then echo "no mpiexec/mpirun on PATH"; exit 1; fi
 flags=()
@@ -40,14 +41,14 @@ fi
 echo "launcher: $MPIEXEC ${flags[*]}" | tee -a "$out/summary.log"
 
 stage "NCCL check (2 ranks, one GPU each)"
-timeout -k 5 60 "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py benchmarks/nccl_check.py 2>&1 \
+timeout -k 5 60 "$MPIEXEC" "${flags[@]}" -n 2 "$PY" -m mpi4py benchmarks/nccl_check.py 2>&1 \
   | tee "$out/nccl_check.log"
 nccl_rc=$?
 if [ $nccl_rc -ne 0 ]; then
   status=1
   echo "!!! NCCL check failed (rc $nccl_rc): see $out/nccl_check.log. Retrying with NCCL_DEBUG=INFO" \
     | tee -a "$out/summary.log"
-  NCCL_DEBUG=INFO timeout -k 5 45 "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py \
+  NCCL_DEBUG=INFO timeout -k 5 45 "$MPIEXEC" "${flags[@]}" -n 2 "$PY" -m mpi4py \
     benchmarks/nccl_check.py >"$out/nccl_debug.log" 2>&1
   tail -n 40 "$out/nccl_debug.log"
   echo "!!! benches below exchange through the host (THELMA_HALO=mpi)" | tee -a "$out/summary.log"
@@ -65,7 +66,7 @@ THELMA_REQUIRE_GPU=1 timeout -k 5 80 python3 -m pytest -q -p no:cacheprovider \
 for run in "weak 384 110" "strong 512 140"; do
   set -- $run
   stage "scaling bench: $1, size $2"
-  timeout -k 5 "$3" "$MPIEXEC" "${flags[@]}" -n 2 python3 -m mpi4py -m thelma_py.bench --ranks \
+  timeout -k 5 "$3" "$MPIEXEC" "${flags[@]}" -n 2 "$PY" -m mpi4py -m thelma_py.bench --ranks \
     --scaling "$1" --size "$2" --cases periodic --precision float32 --collision bgk \
     --streaming pull --json "$out/scaling_$1.json" 2>&1 | tee "$out/scaling_$1.log" || status=1
   if [ -f "$out/scaling_$1.json" ]; then

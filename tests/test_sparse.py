@@ -24,7 +24,11 @@ from thelma_py.geometry import Geometry, Sphere
 from thelma_py.geometry.porous import random_spheres
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.layouts import WallLinks
-from thelma_py.modules.compute.lbm.sparse import SparseDomain, wall_row
+from thelma_py.modules.compute.lbm.sparse import (
+    SparseDomain,
+    sparse_bytes_per_node,
+    wall_row,
+)
 
 STEPS = 100
 CPU = select_backend("cpu")
@@ -169,6 +173,8 @@ def test_memory_at_30_percent_fluid_is_at_most_half_of_dense():
     dense = Lbm(nu=0.1).create(lattice, tags, CPU, dtype)
     assert sparse.memory_bytes_per_node == 2 * 19 * 4 + 4 * 18 + 4 * 4 + 4
     assert sparse.traffic_bytes_per_node == 2 * 19 * 4 + 4 * 18
+    # in place (AA): one buffer, the table read every other step
+    assert sparse_bytes_per_node(lattice, dtype, "aa") == {"traffic": 152 + 36, "memory": 168}
     assert sparse.memory_bytes_per_node * fluid <= 0.5 * dense.memory_bytes_per_node * (
         tags.fluid.size)
 

@@ -299,10 +299,10 @@ def _words(text: str) -> list[str]:
 
 def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     """Skip what a sweep would repeat or cannot run: fluid fractions of cases that are not
-    porous, sparse storage outside LBM pull."""
+    porous, sparse storage outside LBM pull and AA."""
     if cfg.case != "porous" and cfg.fluid_fraction != first_fraction:
         return False
-    return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming == "pull")
+    return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ engine updates, so the fraction of copy bandwidth means the same for both storag
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from thelma_py.geometry.porous import random_spheres
@@ -35,8 +36,8 @@ def per_fluid_node(record: dict, tags) -> dict:
             "memory_bytes_per_fluid_node": record["memory_bytes_per_node"] * scale}
 
 
-LARGEST = (("dense", "pull"), ("dense", "aa"), ("sparse", "pull"))
-"""Schemes compared by ``--largest``: dense two-buffer, dense in-place, sparse."""
+LARGEST = (("dense", "pull"), ("dense", "aa"), ("sparse", "pull"), ("sparse", "aa"))
+"""Schemes compared by ``--largest``: two buffers or one (in place), dense and sparse."""
 
 
 def largest_estimates(per_node: dict[tuple[str, str], int], fluid_fraction: float,
@@ -114,17 +115,19 @@ def porous_section(payload: dict) -> str:
         groups.setdefault(tuple(r[k] for k in key), {}).setdefault(
             r["fluid_fraction_measured"], {})[_scheme(r)] = r
     for group, by_fraction in sorted(groups.items()):
-        dense_schemes = sorted({k for v in by_fraction.values() for k in v if k != SPARSE})
-        for dense in dense_schemes:
-            pairs = [(phi, v[SPARSE], v[dense]) for phi, v in by_fraction.items()
-                     if SPARSE in v and dense in v]
+        schemes = sorted({k for v in by_fraction.values() for k in v})
+        for sparse, dense in itertools.product(
+                [k for k in schemes if k.startswith("sparse")],
+                [k for k in schemes if k.startswith("dense")]):
+            pairs = [(phi, v[sparse], v[dense]) for phi, v in by_fraction.items()
+                     if sparse in v and dense in v]
             if not pairs:
                 continue
             speed = [(phi, sp["mlups"] / de["mlups"]) for phi, sp, de in pairs]
             _, s0, d0 = pairs[0]
             # sparse holds M_s per fluid node, dense M_d per box node: pays below M_d / M_s
             memory_pays = d0["memory_bytes_per_node"] / s0["memory_bytes_per_fluid_node"]
-            lines += ["", f"{' '.join(map(str, group[:3]))} {group[3]}³, sparse against "
+            lines += ["", f"{' '.join(map(str, group[:3]))} {group[3]}³, {sparse} against "
                       f"{dense}: " + _speed_sentence(speed)
                       + f" Sparse needs less memory below {memory_pays:.0%} fluid "
                       f"({s0['memory_bytes_per_fluid_node']:.0f} B per fluid node against "
@@ -136,9 +139,6 @@ def porous_section(payload: dict) -> str:
                       f"{r['size']}³ ({r['memory_bytes_per_node']} B per {per} node; "
                       "estimate, not run)."]
     return "\n".join(lines) + "\n"
-
-
-SPARSE = "sparse pull"
 
 
 def _scheme(record: dict) -> str:

@@ -230,12 +230,13 @@ def largest_cube(cp, backend, cfg: BenchConfig, memory_limit: float | None = Non
 def environment(cp) -> dict:
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    commit = os.environ.get("THELMA_COMMIT", "")  # a copy of a commit, run elsewhere
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=Path(__file__).parent).stdout.strip()
+        commit = commit or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+            cwd=Path(__file__).parent).stdout.strip()
     except OSError:
         commit = "unknown"
-    commit = commit or os.environ.get("THELMA_COMMIT", "")  # copies without .git
     return {"device": name, "driver": cp.cuda.runtime.driverGetVersion(),
             "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__,
             "python": platform.python_version(), "commit": commit or "unknown",

@@ -33,6 +33,9 @@ for part in "$@"; do
     sweep)  # block sizes on the closed and periodic boxes, 256^3 fp32
       timeout 150 bench $single --streaming pull,aa --sizes 256 --cases periodic,cavity \
         --block-sizes 32,64,128,256 --json "$out/sweep.json" | tail -n 17;;
+    aamin)  # in-place scheme with __launch_bounds__ min-blocks 8 (at most 64 registers)
+      timeout 100 bench $single --streaming aa --sizes 256,384 --cases periodic,cavity \
+        --min-blocks 0,8 --json "$out/aamin.json" | tail -n 9;;
     lwacm)  # LW-ACM against LBM in one run
       timeout 120 bench $single --compute lbm,lwacm,lwacm-fused --sizes 256,512 \
         --cases periodic,cavity --json "$out/lwacm.json" | tail -n 14;;

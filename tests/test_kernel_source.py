@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 
+import attrs
 import numpy as np
 import pytest
 
@@ -148,12 +149,16 @@ def test_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, scheme, real, mo
 
 @pytest.mark.nvcc
 def test_bulk_path_registers_stay_within_64(tmp_path):
-    """D3Q19 float pull: the open-boundary rules live in a __noinline__ function, so the step
-    kernels keep the register count of the wall-only kernel (64 or fewer)."""
+    """D3Q19 float pull: the open-boundary rules and interpolated links live in a __noinline__
+    function, so the step kernels keep the register count of the wall-only kernel (64 or
+    fewer)."""
     nvcc = shutil.which("nvcc")
     counts = {}
+    curved = attrs.evolve(open_config("D3Q19", "pull", "float", True, "neighbour"),
+                          interpolated=True)
     for name, cfg in {"plain": config("D3Q19", "bgk", "float", "pull"),
-                      "open": open_config("D3Q19", "pull", "float", True, "neighbour")}.items():
+                      "open": open_config("D3Q19", "pull", "float", True, "neighbour"),
+                      "curved": curved}.items():
         source = tmp_path / f"{name}.cu"
         source.write_text(generate(cfg))
         result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17",
@@ -165,3 +170,4 @@ def test_bulk_path_registers_stay_within_64(tmp_path):
                              lines, flags=re.S)
         counts[name] = {entry: int(n) for entry, n in entries}
     assert counts["open"] and max(counts["open"].values()) <= 64, counts
+    assert counts["curved"] and max(counts["curved"].values()) <= 64, counts

@@ -10,7 +10,7 @@ out=${OUT:-/tmp/thelma-out}; mkdir -p "$out"
 python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
   || python3 -m pip install --no-build-isolation --no-deps -e .
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-bench() { python3 -m thelma_py.bench "$@"; }
+bench="python3 -m thelma_py.bench"
 single="--collision bgk --precision float32 --streaming pull"
 
 for part in "$@"; do
@@ -29,25 +29,25 @@ for part in "$@"; do
       grep -E "passed|failed|error|Error|FAILED" "$out/gpu_tests.log" | tail -n 40
       echo "gpu tests status $status";;
     bench)  # the default list of issue 3 (D3Q19 BGK/MRT, fp32/fp64, pull/aa, 128-384)
-      timeout 400 bench --json "$out/bench.json" | tee "$out/bench.log" | tail -n 52;;
+      timeout 400 $bench --json "$out/bench.json" | tee "$out/bench.log" | tail -n 52;;
     sweep)  # block sizes on the closed and periodic boxes, 256^3 fp32
-      timeout 150 bench $single --streaming pull,aa --sizes 256 --cases periodic,cavity \
+      timeout 150 $bench $single --streaming pull,aa --sizes 256 --cases periodic,cavity \
         --block-sizes 32,64,128,256 --json "$out/sweep.json" | tail -n 17;;
     aamin)  # in-place scheme with __launch_bounds__ min-blocks 8 (at most 64 registers)
-      timeout 100 bench $single --streaming aa --sizes 256,384 --cases periodic,cavity \
+      timeout 100 $bench $single --streaming aa --sizes 256,384 --cases periodic,cavity \
         --min-blocks 0,8 --json "$out/aamin.json" | tail -n 9;;
     lwacm)  # LW-ACM against LBM in one run
-      timeout 120 bench $single --compute lbm,lwacm,lwacm-fused --sizes 256,512 \
+      timeout 120 $bench $single --compute lbm,lwacm,lwacm-fused --sizes 256,512 \
         --cases periodic,cavity --json "$out/lwacm.json" | tail -n 14;;
     largest)
-      timeout 150 bench $single --compute lbm,lwacm-fused --streaming aa --sizes 64 \
+      timeout 150 $bench $single --compute lbm,lwacm-fused --streaming aa --sizes 64 \
         --cases periodic --largest \
         --json "$out/largest.json" | tail -n 4;;
     porous)  # sparse against dense storage (issue 9)
-      timeout 200 bench $single --cases porous --sizes 256 --storage dense,sparse \
+      timeout 200 $bench $single --cases porous --sizes 256 --storage dense,sparse \
         --fluid-fraction 0.1,0.3,0.6 --largest --json "$out/porous.json" | tail -n 16;;
     output)  # VTK every 100 steps at 256^3 (issue 6)
-      timeout 200 bench $single --sizes 256 --cases cavity --output-every 100 \
+      timeout 200 $bench $single --sizes 256 --cases cavity --output-every 100 \
         --output-compression zlib,none --json "$out/output.json" | tail -n 6;;
     tgv)  # 3D Taylor-Green, Re 1600, every scheme, 128^3 and 256^3
       timeout 300 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --out "$out/tgv3d.json";;

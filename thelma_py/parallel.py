@@ -486,11 +486,16 @@ class DistributedEngine(ComputeEngine):
         rho, u = self.engine.macroscopic()
         return rho[self.box.inner], u[(slice(None), *self.box.inner)]
 
+    def refresh_ghosts(self) -> None:
+        """Exchange the ghost layers of the current state now (collective), as the next step
+        would: the crossing populations there then hold the neighbours' current values."""
+        for array in self.engine.halo_arrays():
+            self.exchange.exchange(array)
+
     def piece_fields(self):
         """(ρ, u, kind) on this rank's output piece (:meth:`RankBox.piece`): the ghost layers
         are refreshed first, so the overlap holds the neighbour's current values."""
-        for array in self.engine.halo_arrays():
-            self.exchange.exchange(array)
+        self.refresh_ghosts()
         rho, u = self.engine.macroscopic()
         if self.backend.is_gpu:  # GPU ranks never update ghost layers: fetch their ρ, u
             fields = HaloExchange(self.lattice, self.box, fields=True)

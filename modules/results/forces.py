@@ -4,6 +4,9 @@
 Columns: step, then per body b: Fx_b, Fy_b[, Fz_b], cD_b, cL_b with
 c = 2 F / (ρ_ref U_ref² A_ref): drag along ``drag_axis``, lift along ``lift_axis``. In 2D the
 force is per unit depth and ``area`` is the reference length (the diameter).
+
+In a distributed run each rank sums the links of the nodes it owns, the sums are added over
+the ranks (every rank holds the same history) and rank 0 writes the CSV.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ def _bodies(value):
 class Forces:
     """Momentum-exchange force on each body (boundary id) every N steps, with c_D and c_L."""
 
+    supports_distributed = True  # owned links per rank, summed over the ranks; rank 0 writes
+
     bodies: tuple | None = attrs.field(default=None, converter=_bodies)
     """Boundary ids to report (default: every id that owns a wall link, 0 = walls at rest)."""
     path: Path | None = attrs.field(default=None, converter=lambda p: None if p is None
@@ -51,7 +56,7 @@ class Forces:
     columns: list[str] = attrs.field(factory=list, init=False, repr=False)
 
     def start(self, solver) -> None:
-        if self.path is not None:
+        if self.path is not None and solver.lead:
             ensure_writable_dir(self.path.parent, who="forces results")
 
     def coefficients(self, force: np.ndarray) -> tuple[float, float]:
@@ -73,7 +78,7 @@ class Forces:
             self.columns = ["step"] + [f"{name}_{body}" for body in sorted(values)
                                        for name in [*(f"F{a}" for a in "xyz"[:dim]), "cD", "cL"]]
         self.history = [r for r in self.history if r["step"] != step] + [record]
-        if self.path is not None:
+        if self.path is not None and solver.lead:
             atomic_write_text(self.path, self.csv())
 
     def csv(self) -> str:

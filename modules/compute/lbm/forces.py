@@ -12,6 +12,11 @@ bodies come back as the interpolated f_i (:mod:`.interpolated`), so they give
 − c_i (f*_ī(x) + f_i(x)). Links whose upstream lies beyond an open face are rebuilt by the
 boundary rule, not bounced, and are left out.
 The same array operations run on NumPy or CuPy arrays (no kernel).
+
+In a distributed run each rank sums the links whose fluid node it owns (the solid end may lie
+in a ghost layer or beyond a face: its id comes from the global geometry) and the per-body
+sums are added over the ranks, so every link counts once; only the order of the additions
+differs from one domain.
 """
 
 from __future__ import annotations
@@ -27,13 +32,23 @@ from thelma_py.modules.compute.lbm.interpolated import CurvedLinks, interpolated
 class MomentumExchange:
     """Wall links grouped by body (boundary id of the solid end) and direction."""
 
-    def __init__(self, lattice: Lattice, tags: NodeTags, dtype, xp=np):
+    def __init__(self, lattice: Lattice, tags: NodeTags, dtype, xp=np,
+                 owned: tuple[slice, ...] | None = None):
+        """``owned``: index of the nodes whose links count (a distributed run's owned box in
+        its grown arrays, :attr:`thelma_py.parallel.RankBox.inner`); None: every node."""
         self.lattice, self.xp = lattice, xp
         self.links: dict[int, list[tuple[int, object, object]]] = {}
         self.curved: dict[int, list[tuple]] = {}
         """body -> [(i, flat x, flat x + c_i, weights, term or None)] of interpolated links."""
+        self.reads_ghosts = False
+        """Does an interpolated link of an owned node read f*(x + c_i) in a ghost layer?"""
         curved = CurvedLinks(lattice, tags, dtype)
         shape = tags.tags.shape
+        mine = np.ones(shape, dtype=bool)
+        if owned is not None:
+            mine[...] = False
+            mine[owned] = True
+        mine = mine.reshape(-1)
         open_faces = {FACES[int(face)] for face in tags.open_table[:, 0]
                       if 0 <= face < len(FACES)}  # edges: their faces are listed too
         coords = np.indices(shape).reshape(len(shape), -1)[::-1]  # local x, y[, z]
@@ -42,7 +57,7 @@ class MomentumExchange:
             if not where.any():
                 continue
             flat = np.flatnonzero(where)
-            keep = np.ones(len(flat), dtype=bool)
+            keep = mine[flat].copy()  # ghost nodes' links belong to their owner
             for a, n in enumerate(tags.global_shape):
                 up = coords[a][flat] + tags.lower[a] - int(lattice.c[i][a])
                 if f"-{'xyz'[a]}" in open_faces:
@@ -56,8 +71,10 @@ class MomentumExchange:
                 c_flat, c_next, c_w, c_term = curved.links[i]
                 keep &= ~np.isin(flat, c_flat)
                 c_body = body[np.searchsorted(flat, c_flat)]
-                for b in np.unique(c_body):
-                    sel = c_body == b
+                c_mine = mine[c_flat]
+                self.reads_ghosts |= bool((c_mine & ~mine[c_next] & (c_w[1] != 0)).any())
+                for b in np.unique(c_body[c_mine]):
+                    sel = c_mine & (c_body == b)
                     self.curved.setdefault(int(b), []).append(
                         (i, xp.asarray(c_flat[sel]), xp.asarray(c_next[sel]),
                          xp.asarray(c_w[:, sel]),
@@ -99,14 +116,40 @@ def forces(engine, bodies=None) -> dict[int, np.ndarray]:
     """Momentum-exchange force on each body of an LBM engine (NumPy or CUDA), by boundary id.
 
     ``bodies`` limits the ids reported (default: every id that owns a wall link, 0 included:
-    the walls at rest). Built once per engine and cached on it."""
+    the walls at rest). Built once per engine and cached on it. On a
+    :class:`thelma_py.parallel.DistributedEngine` the call is collective: every rank gets the
+    force on the whole body (its owned links summed, then added over the ranks)."""
+    box = getattr(engine, "box", None)  # a DistributedEngine: the grown engine inside
+    local = engine if box is None else engine.engine
     exchange = getattr(engine, "_momentum_exchange", None)
     if exchange is None:
-        xp = engine.backend.xp
-        exchange = MomentumExchange(engine.lattice, engine.tags, engine.dtype, xp)
+        exchange = MomentumExchange(local.lattice, local.tags, local.dtype, local.backend.xp,
+                                    owned=None if box is None else box.inner)
+        if box is not None:  # every rank must agree on refreshing the ghost layers
+            from thelma_py.parallel import allreduce
+
+            exchange.reads_ghosts = bool(allreduce(box.cart, [exchange.reads_ghosts], "max")[0])
         engine._momentum_exchange = exchange
-    f_post = engine.canonical() if hasattr(engine, "canonical") else engine.f
+    if box is not None and exchange.reads_ghosts:
+        engine.refresh_ghosts()  # x + c_i of interpolated links: the neighbour's current f*
+    f_post = local.canonical() if hasattr(local, "canonical") else local.f
     result = exchange(f_post)
+    if box is not None:
+        result = _sum_over_ranks(box.cart, result, len(local.tags.bc_table), local.lattice.d)
     if bodies is not None:
         result = {int(b): result.get(int(b), np.zeros(engine.lattice.d)) for b in bodies}
     return result
+
+
+def _sum_over_ranks(comm, local: dict[int, np.ndarray], ids: int, d: int
+                    ) -> dict[int, np.ndarray]:
+    """Per-body forces added over the ranks of ``comm``; a body is reported where any rank
+    has a link of it. One Allreduce of an (ids, D + 1) table (the last column counts ranks)."""
+    from thelma_py.parallel import allreduce
+
+    table = np.zeros((ids, d + 1))
+    for body, force in local.items():
+        table[body, :d] = force
+        table[body, d] = 1.0
+    table = allreduce(comm, table, "sum")
+    return {int(b): table[b, :d].copy() for b in np.flatnonzero(table[:, d])}

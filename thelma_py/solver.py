@@ -169,9 +169,12 @@ class Solver:
         unsupported = sorted({type(r).__name__ for r in self.results
                               if not getattr(r, "supports_distributed", False)})
         if unsupported:
+            from thelma_py.registry import available
+
+            able = sorted(name for name, factory in available("results").items()
+                          if getattr(factory, "supports_distributed", False))
             raise ValueError(f"results plug-in(s) {unsupported} do not run distributed yet; "
-                             "distributed runs take vtk, progress, checkpoint, residual, "
-                             "history and probes")
+                             f"distributed runs take {', '.join(able)}")
         dims = self.decomposition
         if isinstance(dims, str):
             dims = parallel.parse_dims(dims, self.geometry.dim)
@@ -371,6 +374,13 @@ class Solver:
         if self.rank_box is None:
             return values
         return parallel.allreduce(self.rank_box.cart, values, op)
+
+    def gather(self, value) -> list | None:
+        """``value`` of every rank, in rank order, as a list on the lead rank (None on the
+        others), which every rank must ask for. One domain: ``[value]``."""
+        if self.rank_box is None:
+            return [value]
+        return self.rank_box.cart.gather(value, root=0)
 
     def _first_position(self, bad) -> tuple[int, ...]:
         """Global (x, y[, z]) of the first True node of a backend boolean array."""

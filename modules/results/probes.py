@@ -148,7 +148,12 @@ class Probes:
 @register("results", "profile")
 @attrs.define(kw_only=True)
 class Profile:
-    """A line of nodes along ``axis`` through ``through``, as <path>/<prefix>_<step>.csv."""
+    """A line of nodes along ``axis`` through ``through``, as <path>/<prefix>_<step>.csv.
+
+    In a distributed run each rank samples the part of the line it owns and rank 0 gathers
+    the parts and writes the file (the same bytes as one domain)."""
+
+    supports_distributed = True
 
     axis: str = attrs.field(validator=attrs.validators.in_(("x", "y", "z")))
     """Direction of the line: x, y or z."""
@@ -171,26 +176,41 @@ class Profile:
     _coordinate: np.ndarray | None = attrs.field(default=None, init=False, repr=False)
 
     def start(self, solver) -> None:
-        ensure_writable_dir(self.path, who="profile results")
+        if solver.lead:
+            ensure_writable_dir(self.path, who="profile results")
         axis = "xyz".index(self.axis)
         if axis >= len(self.through):
             raise ValueError(f"profile: axis {self.axis!r} does not exist in a "
                              f"{len(self.through)}D domain")
-        index = list(_local_index(solver, self.through, "profile"))
+        _local_index(solver, self.through, "profile")  # refuses a point outside the domain
+        # the line's node in this rank's first layer along the axis (None: not on this rank)
+        first = list(self.through)
+        first[axis] = solver.tags.lower[axis]
+        local = _local_index(solver, tuple(first), "profile")
+        if local is None:  # samples nothing, still joins the gather
+            self._index = tuple(np.zeros(0, dtype=np.intp) for _ in first)
+            self._coordinate = np.zeros(0, dtype=np.int64)
+            return
+        index = list(local)
         array_axis = len(index) - 1 - axis
-        n = solver.tags.tags.shape[array_axis]
         index[array_axis] = slice(None)
         self._index = tuple(index)
-        self._coordinate = np.arange(n) + solver.tags.lower[axis]
+        self._coordinate = np.arange(solver.tags.tags.shape[array_axis]) + first[axis]
 
     def __call__(self, solver) -> None:
         if self._index is None:
             self.start(solver)
         values = sample(solver, self._index, self.fields)
+        pieces = solver.gather((self._coordinate, values))
+        if pieces is None:  # the lead rank writes the whole line
+            return
+        coordinate = np.concatenate([c for c, _ in pieces])
+        order = np.argsort(coordinate, kind="stable")
         names = list(values)
+        columns = {n: np.concatenate([v[n] for _, v in pieces])[order] for n in names}
         lines = [",".join([self.axis, *names])]
-        for k, c in enumerate(self._coordinate):
-            lines.append(",".join([str(int(c))] + [_number(values[n][k]) for n in names]))
+        for k, c in enumerate(coordinate[order]):
+            lines.append(",".join([str(int(c))] + [_number(columns[n][k]) for n in names]))
         target = self.path / f"{self.prefix}_{int(solver.time_step):08d}.csv"
         atomic_write_text(target, "\n".join(lines) + "\n")
         self.written = [p for p in self.written if p != target] + [target]

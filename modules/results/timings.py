@@ -4,6 +4,10 @@ Every N steps the ``timings`` plug-in records the mean compute time per step of 
 steps (compute time only, results excluded). At the end it prints mean, spread and the dominant
 period of the record (numpy FFT), which points at periodic disturbances such as output,
 garbage collection or another process sharing the device.
+
+In a distributed run every rank times its own batches and each record keeps the slowest rank's
+time (the ranks wait for each other in the halo exchange, so the maximum is the run's wall
+time per step); every rank holds the same records, rank 0 writes and prints them.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def dominant_period(samples) -> tuple[float, float]:
 class Timings:
     """Compute time per step, averaged over every N steps; mean, spread and dominant period."""
 
+    supports_distributed = True  # per record the maximum over the ranks; rank 0 writes
+
     schedule: Every = attrs.field(
         alias="every", default=100, converter=as_schedule,
         validator=attrs.validators.instance_of(Every),
@@ -57,17 +63,22 @@ class Timings:
     """Where :meth:`finish` prints the report (None: stdout; False: nowhere)."""
     records: list[tuple[int, float]] = attrs.field(factory=list, init=False, repr=False)
     """(step at the end of the interval, mean compute seconds per step over it)."""
+    ranks: int = attrs.field(default=1, init=False, repr=False)
+    """MPI ranks whose maximum each record is (1: one domain)."""
     _mark: tuple[int, float] | None = attrs.field(default=None, init=False, repr=False)
 
     def start(self, solver) -> None:
-        if self.path is not None:
+        box = solver.rank_box
+        self.ranks = 1 if box is None else int(box.cart.size)
+        if self.path is not None and solver.lead:
             ensure_writable_dir(self.path.parent, who="timings results")
 
     def __call__(self, solver) -> None:
         mark = (solver.steps_timed, solver.compute_seconds)
         if self._mark is not None and mark[0] > self._mark[0]:
-            steps = mark[0] - self._mark[0]
-            self.records.append((int(solver.time_step), (mark[1] - self._mark[1]) / steps))
+            steps = mark[0] - self._mark[0]  # the same on every rank: all reduce or none
+            seconds = float(solver.reduce([(mark[1] - self._mark[1]) / steps], op="max")[0])
+            self.records.append((int(solver.time_step), seconds))
         self._mark = mark
 
     def report(self) -> dict:
@@ -89,6 +100,8 @@ class Timings:
             return "timings: no complete interval recorded"
         line = (f"timings: {r['records']} intervals of {self.schedule.steps} steps, step time "
                 f"{r['mean_step_seconds'] * 1e6:.1f} ± {r['std_step_seconds'] * 1e6:.1f} µs")
+        if self.ranks > 1:
+            line += f" (slowest of {self.ranks} ranks)"
         if np.isfinite(r["dominant_period_records"]):
             line += (f"; dominant period {r['dominant_period_records']:.1f} intervals "
                      f"({r['dominant_period_steps']:.0f} steps), amplitude "
@@ -96,6 +109,8 @@ class Timings:
         return line
 
     def finish(self, solver) -> None:
+        if not solver.lead:
+            return
         if self.path is not None:
             atomic_write_text(self.path, "step,seconds_per_step\n"
                               + "".join(f"{s},{t!r}\n" for s, t in self.records))

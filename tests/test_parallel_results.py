@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+import thelma_py as tp
 from tests.test_parallel import mpiexec
+from thelma_py.geometry import Geometry
 from thelma_py.modules.results.checkpoint import CheckpointError
 
 MPI_DIR = Path(__file__).parent / "mpi"
@@ -60,3 +62,45 @@ def test_a_signal_on_one_rank_stops_every_rank_at_the_same_step(tmp_path):
     out = run_script("signal_run.py", 2, str(tmp_path / "ck"))
     assert "stopped together at step 20" in out
     assert (tmp_path / "ck" / "step_0000000020").is_dir()
+
+
+@pytest.mark.parametrize(("ranks", "dims", "lattice", "kind"), [
+    (2, "2x1", "D2Q9", "halfway"),
+    (2, "1x2", "D2Q9", "interpolated"),
+    (4, "2x2", "D2Q9", "interpolated"),
+    (4, "4x1", "D2Q9", "halfway"),
+    (2, "1x1x2", "D3Q19", "interpolated"),
+    (4, "2x1x2", "D3Q19", "halfway"),
+])
+def test_forces_profiles_and_timings_of_a_decomposed_run_equal_one_domain(tmp_path, ranks, dims,
+                                                                          lattice, kind):
+    """Bodies cut by the decomposition (and one across the periodic edge): the forces equal
+    one domain to rounding (1e-13 of the momentum flux through the body's links: each link's
+    term is the same number, only the order of the additions differs), the profile files byte
+    for byte, the timings files in structure (tests/mpi/bodies_run.py)."""
+    out = run_script("bodies_run.py", ranks, tmp_path, dims, lattice, kind)
+    assert f"equal: forces, profiles, timings on {dims} {lattice} {kind}" in out
+    for name in ("forces.csv", "timings.csv"):
+        assert (tmp_path / "parts" / name).read_text().splitlines()[0] == \
+            (tmp_path / "whole" / name).read_text().splitlines()[0]
+
+
+class _TwoRanks:
+    """Stands in for a communicator of two ranks: the refusal comes before any MPI call."""
+
+    size = 2
+
+
+def test_results_plugins_without_distributed_support_are_refused_naming_those_with_it():
+    class Snapshot:
+        schedule = None
+
+        def __call__(self, solver) -> None:
+            """A results plug-in that reads whole fields (no supports_distributed)."""
+
+    with pytest.raises(ValueError, match=r"\['Snapshot'\] do not run distributed yet; "
+                                         r"distributed runs take checkpoint, forces, .*profile, "
+                                         r".*timings, vtk"):
+        tp.compose("D2Q9", Geometry((8, 6)), tp.plugin("compute", "lbm", nu=0.1),
+                   results=[tp.plugin("results", "forces"), Snapshot()], device="cpu",
+                   comm=_TwoRanks())

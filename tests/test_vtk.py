@@ -243,3 +243,19 @@ def test_builtin_writer_rejects_mismatched_arrays_and_unknown_compression(tmp_pa
                                 compression="lz4")
     with pytest.raises(ValueError, match="writer"):
         VtkWriter(path=tmp_path, writer="paraview")
+
+
+def test_interleaved_vectors_are_written_without_a_copy():
+    """u as a (3, *S) view of (*S, 3) memory (what Solver.fields_later hands over on a GPU)
+    goes to the file as it is; a plain (3, *S) array is reordered, with the same values."""
+    from thelma_py.modules.results.vtk import _point_arrays
+
+    rng = np.random.default_rng(3)
+    memory = rng.standard_normal((4, 5, 6, 3)).astype(np.float32)
+    view = np.moveaxis(memory, -1, 0)
+    fields = {"rho": memory[..., 0].copy(), "u": view}
+    fast = _point_arrays(fields, ("u",), np.dtype(np.float32))["u"]
+    slow = _point_arrays({**fields, "u": np.ascontiguousarray(view)}, ("u",),
+                         np.dtype(np.float32))["u"]
+    assert np.shares_memory(fast, memory) and not np.shares_memory(slow, memory)
+    np.testing.assert_array_equal(fast, slow)

@@ -225,7 +225,7 @@ class Solver:
         if self._host_copier is None:
             self._host_copier = HostCopier(self.backend)
         rho, u = self.engine.macroscopic()
-        wait = self._host_copier.start({"rho": rho, "u": u})
+        wait = self._host_copier.start({"rho": rho, "u": u}, interleave=("u",))
         kind = self.tags.kind
         return lambda: {**wait(), "kind": kind}
 

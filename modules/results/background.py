@@ -1,6 +1,7 @@
 """A one-thread background writer with a bounded queue, so that output does not stall a run.
 
-The solver hands over host copies; the worker writes them in submission order. At most
+The solver hands over host copies (or functions that return them); one worker writes them in
+submission order, several write different files at once. At most
 ``depth`` jobs wait or run: a further :meth:`BackgroundWriter.submit` blocks until the oldest
 is done (back-pressure instead of unbounded memory). An exception in the worker is raised again
 in the calling thread at the next :meth:`~BackgroundWriter.submit`, :meth:`~BackgroundWriter.check`
@@ -15,12 +16,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 
 class BackgroundWriter:
-    """Runs ``submit(fn, *args)`` jobs in order on one worker thread, at most ``depth`` queued."""
+    """Runs ``submit(fn, *args)`` jobs on ``workers`` threads (in order when there is one), at
+    most ``depth`` queued or running."""
 
-    def __init__(self, depth: int = 2, name: str = "thelma-writer"):
-        if not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be a positive integer, got {depth!r}")
-        self.depth = depth
+    def __init__(self, depth: int = 2, name: str = "thelma-writer", workers: int = 1):
+        for label, value in (("depth", depth), ("workers", workers)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{label} must be a positive integer, got {value!r}")
+        self.depth, self.workers = depth, workers
         self._name = name
         self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[Future] = deque()
@@ -30,7 +33,8 @@ class BackgroundWriter:
         while len(self._pending) >= self.depth:
             self._pending.popleft().result()  # wait for the oldest; re-raises its error
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
+            self._pool = ThreadPoolExecutor(max_workers=self.workers,
+                                            thread_name_prefix=self._name)
         self._pending.append(self._pool.submit(fn, *args))
 
     def check(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -32,6 +33,8 @@ vector), q_criterion (3D), kind (uint8 node kind); see :mod:`.derived`."""
 DEFAULT_FIELDS = ("rho", "u", "kind")
 FILE_PRECISIONS = ("float32", "float64")
 WRITERS = ("builtin", "vtk")
+WRITE_THREADS = 2
+"""Files written at once by a background writer (each also compresses on all cores)."""
 
 
 def _check_fields(instance, attribute, value: tuple[str, ...]) -> None:
@@ -123,6 +126,8 @@ def _point_arrays(
         array = np.asarray(fields[name])
         if name == "kind":
             out[name] = np.ascontiguousarray(array.reshape(-1), dtype=np.uint8)
+        elif array.ndim == node_ndim + 1 and _interleaved(array, dtype):
+            out[name] = np.moveaxis(array, 0, -1).reshape(-1, 3)  # no copy
         elif array.ndim == node_ndim + 1:  # a vector (D, *S)
             d = array.shape[0]
             padded = np.zeros((3, *array.shape[1:]), dtype=dtype)
@@ -131,6 +136,12 @@ def _point_arrays(
         else:
             out[name] = np.ascontiguousarray(array.reshape(-1), dtype=dtype)
     return out
+
+
+def _interleaved(vector: np.ndarray, dtype: np.dtype) -> bool:
+    """Is a (3, *S) vector a view of (*S, 3) memory of the file's type (see HostCopier)?"""
+    return (vector.shape[0] == 3 and vector.dtype == dtype
+            and np.moveaxis(vector, 0, -1).flags.c_contiguous)
 
 
 def write_vti(
@@ -288,7 +299,9 @@ class VtkWriter:
     written: list[tuple[int, str]] = attrs.field(factory=list, init=False, repr=False)
     """(time step, file name) of every file written so far, in order."""
     _ready: bool = attrs.field(default=False, init=False, repr=False)
-    _worker: BackgroundWriter = attrs.field(factory=BackgroundWriter, init=False, repr=False)
+    _worker: BackgroundWriter = attrs.field(
+        factory=lambda: BackgroundWriter(depth=4, workers=WRITE_THREADS), init=False, repr=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
 
     @property
     def pvd_path(self) -> Path:
@@ -335,9 +348,10 @@ class VtkWriter:
                        for low, box in zip(lower, crop or [(0, 0)] * len(lower), strict=True))
         write_vti(target, arrays, origin=origin, names=self.fields, precision=self.precision,
                   spacing=self.subsample, writer=self.writer, compression=self.compression)
-        self.written = [entry for entry in self.written if entry[1] != target.name]
-        self.written.append((step, target.name))
-        atomic_write_text(self.pvd_path, pvd_text(self.written))
+        with self._lock:  # files may finish out of order: the index stays sorted by step
+            self.written = sorted([entry for entry in self.written if entry[1] != target.name]
+                                  + [(step, target.name)])
+            atomic_write_text(self.pvd_path, pvd_text(self.written))
 
     def _write_piece(self, solver, step: int) -> None:
         """Distributed run: this rank's piece, and on rank 0 the .pvti and the .pvd."""

@@ -17,4 +17,5 @@ def test_output_cost_writes_the_files_it_counts_and_renders(tmp_path):
     payload = {"device": "cpu", "driver": "-", "cupy": "-", "commit": "x", "date": "d",
                "copy_bandwidth_GBs": 1.0, "results": [], "output": [record]}
     table = markdown_table(payload)
+    assert record["disk_write_GBs"] > 0
     assert "| 10³ | 5 | rho,u,kind | none |" in table

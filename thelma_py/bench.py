@@ -418,7 +418,8 @@ def run(args: argparse.Namespace) -> int:
         r = output[-1]
         print(f"VTK every {r['every']} steps, {size}^3, {compression}: "
               f"{r['mlups_with_output']:.0f} MLUPS against {r['mlups_plain']:.0f} without "
-              f"(cost {r['cost']:.1%}; {r['file_bytes'] / 1e6:.0f} MB per file)")
+              f"(cost {r['cost']:.1%}; {r['file_bytes'] / 1e6:.0f} MB per file; the directory "
+              f"takes {r['disk_write_GBs']:.1f} GB/s)")
         save(args.json, {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
                          "largest": largest, "output": output, "partial": True})
     save(args.json, {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,

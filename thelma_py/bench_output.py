@@ -8,6 +8,7 @@ is timed until its last file is on disk, so a writer that cannot keep pace shows
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -17,6 +18,20 @@ from thelma_py import registry
 from thelma_py.solver import compose
 
 WARM_STEPS = 64
+
+
+def write_speed(directory: Path, nbytes: int = 256 << 20) -> float:
+    """Bytes/s of one large write (with fsync) into ``directory``: what output can reach there."""
+    data = memoryview(bytearray(nbytes))
+    target = directory / ".thelma-write-test"
+    start = time.perf_counter()
+    with open(target, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    seconds = time.perf_counter() - start
+    target.unlink()
+    return nbytes / seconds
 
 
 def _timed_run(solver, steps: int, writer=None) -> float:
@@ -51,6 +66,7 @@ def output_cost(size: int, every: int, steps: int, compression: str = "zlib",
     plain = _timed_run(solver([]), steps)
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="thelma-output-"))
     try:
+        disk = write_speed(root)
         writer = VtkWriter(path=root, every=every, fields=fields, compression=compression)
         with_output = _timed_run(solver([writer]), steps, writer)
         files = sorted(root.glob("*.vti"))
@@ -62,6 +78,7 @@ def output_cost(size: int, every: int, steps: int, compression: str = "zlib",
     mlups_output = nodes * steps / with_output / 1e6
     return {"size": size, "every": every, "steps": steps, "compression": compression,
             "fields": list(fields), "files": steps // every, "file_bytes": file_bytes,
+            "disk_write_GBs": disk / 1e9,
             "mlups_plain": mlups_plain, "mlups_with_output": mlups_output,
             "cost": 1.0 - mlups_output / mlups_plain}
 
@@ -73,11 +90,12 @@ def output_lines(payload: dict) -> list[str]:
         return []
     lines = ["", "VTK output every N steps (D3Q19 BGK fp32 cavity; host copy on its own stream, "
              "files written by a background thread; timed until the last file is written):", "",
-             "| size | every | fields | compression | file MB | MLUPS without | MLUPS with | "
-             "cost |", "|---|---:|---|---|---:|---:|---:|---:|"]
+             "| size | every | fields | compression | file MB | disk GB/s | MLUPS without | "
+             "MLUPS with | cost |", "|---|---:|---|---|---:|---:|---:|---:|---:|"]
     for r in records:
         lines.append(f"| {r['size']}³ | {r['every']} | {','.join(r['fields'])} | "
                      f"{r['compression']} | {r['file_bytes'] / 1e6:.0f} | "
+                     f"{r.get('disk_write_GBs', float('nan')):.1f} | "
                      f"{r['mlups_plain']:.0f} | {r['mlups_with_output']:.0f} | "
                      f"{r['cost']:.1%} |")
     return lines

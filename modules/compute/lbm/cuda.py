@@ -24,6 +24,8 @@ GRAPH_STEPS = 32
 GRAPH_BELOW_NODES = 1 << 22
 """Use graphs for domains smaller than this (launch overhead matters only there)."""
 COMPILE_OPTIONS = ("-std=c++17",)
+INIT_SLAB_NODES = 1 << 24
+"""Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -125,21 +127,25 @@ class CudaLbm(ComputeEngine):
         xp = self.cp
         rho = xp.asarray(rho, dtype=self.dtype)
         u = [xp.asarray(ua, dtype=self.dtype) for ua in u]
-        stored = self.params.stored_velocity(u)
         if self.scheme == "push":
+            stored = self.params.stored_velocity(u)
             f_post = xp.stack(self.lattice.equilibrium(rho, stored)).astype(self.dtype)
             self._set_canonical(f_post)
             return
-        # pull and AA hold f* as it is (AA: reversed per node): fill one population at a time,
-        # so that the largest domains need no second copy of f on the device.
+        # pull and AA hold f* as it is (AA: reversed per node): fill one population of one slab
+        # of planes at a time, so that the largest domains need neither a second copy of f nor
+        # full-size temporaries (ρ and u may be broadcast views).
         lat = self.lattice
         slots = lat.opposite if self.scheme == "aa" else range(lat.q)
-        usq = sum(ua * ua for ua in stored)
-        for i, slot in enumerate(slots):
-            feq = lat.equilibrium_i(i, rho, stored, usq)
-            for buffer in self.buffers:
-                buffer[slot] = feq
-        del usq
+        planes = max(1, INIT_SLAB_NODES // max(1, self.nodes // self.shape[0]))
+        for lo in range(0, self.shape[0], planes):
+            slab = slice(lo, lo + planes)
+            stored = self.params.stored_velocity([ua[slab] for ua in u])
+            usq = sum(ua * ua for ua in stored)
+            for i, slot in enumerate(slots):
+                feq = lat.equilibrium_i(i, rho[slab], stored, usq)
+                for buffer in self.buffers:
+                    buffer[slot][slab] = feq
         self.current, self.phase = 0, "post-even"
         self._graphs.clear()
         self.rho[...] = rho

@@ -172,17 +172,21 @@ class CudaLwacmFused(_CudaBase):
         return 8 * self.dtype.itemsize + self.tags.tags.itemsize
 
     def _set(self, rho, u) -> None:
+        """Both record buffers from ρ (S) and u (D arrays of S; broadcast views will do: no
+        full-size temporary is made, so the largest domains initialise in place)."""
         d = self.lattice.d
+        xp = self.cp
         for buffer in self.buffers:
-            buffer[..., 0] = rho
+            buffer[..., 0] = xp.asarray(rho)
             for a in range(d):
-                buffer[..., 1 + a] = u[a]
+                buffer[..., 1 + a] = xp.asarray(u[a])
             buffer[..., 1 + d:] = 0
+            buffer.reshape(-1, 4)[self.solid_index, 1:] = 0  # walls at rest in the records
         self.current = 0
         self._graphs.clear()
 
     def initialize(self, rho, u) -> None:
-        self._set(*self._fields(rho, u))
+        self._set(rho, u)
 
     def state(self) -> dict[str, np.ndarray]:
         rho, u = self.macroscopic()

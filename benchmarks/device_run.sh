@@ -44,8 +44,8 @@ for part in "$@"; do
         --cases periodic --largest \
         --json "$out/largest.json" | tail -n 4;;
     porous)  # sparse against dense storage (issue 9)
-      timeout 200 $bench $single --cases porous --sizes 256 --storage dense,sparse \
-        --fluid-fraction 0.1,0.3,0.6 --largest --json "$out/porous.json" | tail -n 16;;
+      timeout 240 $bench $single --streaming pull,aa --cases porous --sizes 256 --storage dense,sparse \
+        --fluid-fraction 0.1,0.3,0.6 --json "$out/porous.json" | tail -n 16;;
     output)  # VTK every 100 steps at 256^3 (issue 6)
       timeout 200 $bench $single --sizes 256 --cases cavity --output-every 100 \
         --output-compression zlib,none --json "$out/output.json" | tail -n 6;;

@@ -13,6 +13,9 @@ fluid node (a solid or a face beyond), q < ½ falls back to halfway bounce-back 
 is halfway exactly. :func:`interpolated_bounce` is plain arithmetic, like :mod:`.collision`:
 NumPy arrays give the reference, traced expressions the CUDA arm of ``open_boundary``.
 
+Only FLUID nodes become INTERPOLATED: an open-boundary node whose link a body cuts keeps its
+kind, and that link stays halfway (the boundary rule owns the node).
+
 The momentum exchange stays consistent with it: the body receives −c_i (f*_ī(x) + f_i(x)) per
 link (:mod:`.forces`), which closes the fluid's momentum balance exactly.
 """

@@ -37,7 +37,7 @@ for part in "$@"; do
       timeout 100 $bench $single --streaming aa --sizes 256,384 --cases periodic,cavity \
         --min-blocks 0,8 --json "$out/aamin.json" | tail -n 9;;
     lwacm)  # LW-ACM against LBM in one run
-      timeout 120 $bench $single --compute lbm,lwacm,lwacm-fused --sizes 256,512 \
+      timeout 150 $bench $single --compute lbm,lwacm,lwacm-fused --sizes 256 \
         --cases periodic,cavity --json "$out/lwacm.json" | tail -n 14;;
     largest)
       timeout 150 $bench $single --compute lbm,lwacm-fused --streaming aa --sizes 64 \
@@ -49,6 +49,9 @@ for part in "$@"; do
     output)  # VTK every 100 steps at 256^3 (issue 6)
       timeout 200 $bench $single --sizes 256 --cases cavity --output-every 100 \
         --output-compression zlib,none --json "$out/output.json" | tail -n 6;;
+    tgvmrt)  # the same for LBM MRT only
+      timeout 120 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --schemes lbm-mrt \
+        --out "$out/tgv3d_mrt.json";;
     tgv)  # 3D Taylor-Green, Re 1600, every scheme, 128^3 and 256^3
       timeout 300 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --out "$out/tgv3d.json";;
     ncu)  # hardware counters of the closed-box step and the fused LW-ACM step

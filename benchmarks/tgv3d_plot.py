@@ -1,8 +1,9 @@
-"""Plot and tabulate a tgv3d_gpu.py result against the spectral DNS reference.
+"""Plot and tabulate tgv3d_gpu.py results against the spectral DNS reference.
 
-    python benchmarks/tgv3d_plot.py benchmarks/data/<tgv3d file>.json docs/validation
+    python benchmarks/tgv3d_plot.py benchmarks/data/<tgv3d>.json [more.json ...] docs/validation
 
 writes ``tgv3d.png`` and ``tgv3d.md`` in the output folder (needs matplotlib: the plot extra).
+A run (scheme, size) in a later file replaces the same run of an earlier one.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ def summarise(run: dict) -> dict:
             "max_deviation_of_peak": comparison["max_deviation_of_peak"], "rate": rate}
 
 
-def main(source: Path, out: Path) -> None:
+def main(sources: list[Path], out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = json.loads(source.read_text())["runs"]
+    latest = {}
+    for source in sources:
+        for run in json.loads(source.read_text())["runs"]:
+            latest[(run["scheme"], run["n"])] = {**run, "source": source.name}
+    runs = list(latest.values())
     ref = v.load_tgv_reference()
     k = int(np.argmax(ref["minus_dEk_dt"]))
     sizes = sorted({r["n"] for r in runs})
@@ -68,7 +73,8 @@ def main(source: Path, out: Path) -> None:
     text = [
         "# 3D Taylor-Green vortex at Re = 1600 (GPU)",
         "",
-        f"Data: `{source.as_posix()}`; plot: `tgv3d.png`. Reference: spectral DNS 512³, peak "
+        f"Data: {', '.join(f'`{s.as_posix()}`' for s in sources)}; plot: `tgv3d.png`. "
+        "Reference: spectral DNS 512³, peak "
         f"−dE/dt = {ref['minus_dEk_dt'][k]:.5f} at t* = {ref['t'][k]:.2f}. u0 = 0.05 (Mach 0.087); "
         "−dE/dt is differentiated from the sampled energy; the enstrophy-based column is 2ε/Re, "
         "which differs from it by the numerical and bulk dissipation (the reference README asks "
@@ -87,4 +93,4 @@ def main(source: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main([Path(a) for a in sys.argv[1:-1]], Path(sys.argv[-1]))

@@ -16,16 +16,16 @@ single="--collision bgk --precision float32 --streaming pull"
 for part in "$@"; do
   echo "=== $part $(date +%T)"
   case $part in
-    tests)  # GPU tests in 4 processes (kernel compilation is CPU-bound), one combined log
+    tests)  # GPU tests in 6 processes (kernel compilation is CPU-bound), one combined log
       files=(tests/test_*.py); pids=()
-      for shard in 0 1 2 3; do
-        mine=(); for k in "${!files[@]}"; do (( k % 4 == shard )) && mine+=("${files[$k]}"); done
-        THELMA_REQUIRE_GPU=1 timeout 420 python3 -m pytest -q -m gpu -p no:cacheprovider \
+      for shard in 0 1 2 3 4 5; do
+        mine=(); for k in "${!files[@]}"; do (( k % 6 == shard )) && mine+=("${files[$k]}"); done
+        THELMA_REQUIRE_GPU=1 timeout 480 python3 -m pytest -q -m gpu -p no:cacheprovider \
           "${mine[@]}" > "$out/gpu_tests_$shard.log" 2>&1 &
         pids+=($!)
       done
       status=0; for p in "${pids[@]}"; do wait "$p" || status=1; done
-      cat "$out"/gpu_tests_[0-3].log > "$out/gpu_tests.log"; rm -f "$out"/gpu_tests_[0-3].log
+      cat "$out"/gpu_tests_[0-5].log > "$out/gpu_tests.log"; rm -f "$out"/gpu_tests_[0-5].log
       grep -E "passed|failed|error|Error|FAILED" "$out/gpu_tests.log" | tail -n 40
       echo "gpu tests status $status";;
     bench)  # the default list of issue 3 (D3Q19 BGK/MRT, fp32/fp64, pull/aa, 128-384)

@@ -108,6 +108,16 @@ def relative_l2(a, b) -> float:
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
+def assert_velocity_close(u_gpu: np.ndarray, u_cpu: np.ndarray, dtype) -> None:
+    """u agrees to TOLERANCE relative, or, where the flow is nearly at rest, to 100 ulp of
+    ρ ≈ 1 in RMS: u = Σ c_i f_i / ρ cancels populations of order 0.1, so its rounding error
+    is about ε·ρ however small u is (measured on an H100 in fp32: relative 1.1e-5 to 1.3e-5
+    at |u| ≈ 1e-3, i.e. 1e-8 absolute). A wrong link shows as an error of order u itself."""
+    relative = relative_l2(u_gpu, u_cpu)
+    rms = float(np.sqrt(np.mean((u_gpu.astype(np.float64) - u_cpu) ** 2)))
+    assert relative < TOLERANCE[dtype] or rms < 100 * np.finfo(dtype).eps, (relative, rms)
+
+
 def assert_gpu_matches_numpy(cpu, gpu, tags, dtype, steps: int = STEPS) -> None:
     """Poison the GPU outputs, run both engines, compare f, rho and u on the fluid nodes."""
     gpu.poison()
@@ -121,4 +131,4 @@ def assert_gpu_matches_numpy(cpu, gpu, tags, dtype, steps: int = STEPS) -> None:
     rho_g, u_g = (a.get() for a in gpu.macroscopic())
     assert np.isfinite(rho_g[fluid]).all() and np.isfinite(u_g[:, fluid]).all()
     assert relative_l2(rho_g[fluid], rho_c[fluid]) < TOLERANCE[dtype]
-    assert relative_l2(u_g[:, fluid], u_c[:, fluid]) < TOLERANCE[dtype]
+    assert_velocity_close(u_g[:, fluid], u_c[:, fluid], dtype)

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_a_gpu_run_killed_between_checkpoints_resumes_bit_identically(tmp_path, precision):
     (tmp_path / "case.py").write_text(CASE)
-    common = ["case.py", "--quiet", "--steps", "600", "--set", "slow=True", "--set",
-              "device='cuda'", "--set", f"precision='{precision}'", "--checkpoint-every", "100"]
+    common = ["case.py", "--quiet", "--steps", "600", "--set", "slow=True", "--device", "cuda",
+              "--precision", precision, "--checkpoint-every", "100"]
     reference = subprocess.run([sys.executable, "-m", "thelma_py", "run", *common,
                                 "--checkpoint", "full"], cwd=tmp_path, capture_output=True,
                                text=True, timeout=300)

@@ -53,7 +53,7 @@ def choose_dims(shape: Sequence[int], ranks: int, gpu: bool = False) -> tuple[in
     Among equal areas, cutting the slowest axis (z, then y) is preferred: its slabs are
     contiguous in memory. With ``gpu``, one axis is cut, the slowest that has a node per rank
     (GPU ranks exchange whole planes: contiguous along z, packed rows along y; x, the contiguous
-    axis, would need a strided halo, see :func:`check_gpu_dims`).
+    axis, would need a strided halo, see :func:`check_gpu_box`).
 
     >>> choose_dims((256, 256, 256), 4), choose_dims((512, 64), 4)
     ((1, 2, 2), (4, 1))
@@ -227,7 +227,9 @@ def halo_plan(lattice, box: RankBox, fields: bool = False) -> tuple[HaloTransfer
     ghost (0) of the + neighbour; c_a = −1 ones go the other way (layer 1 to layer −1). Whole
     layers of the grown box travel, so on the second cut axis the edge ghosts come along.
     Both transports (:class:`HaloExchange`, :class:`NcclHaloExchange`) follow this plan, in
-    this order. With ``fields``, every component moves both ways (ρ, u for output)."""
+    this order. With ``fields``, every component moves both ways: ρ, u for output, or the
+    state of a scheme that reads whole upstream nodes (the single-step LW-ACM records). Arrays
+    are (K, *S) or (K, *S, R): trailing record axes travel with their node."""
     plan = []
     d = lattice.d
     for axis in range(d):
@@ -288,17 +290,18 @@ class NcclHaloExchange:
     """The :func:`halo_plan` between GPUs with NCCL (``cupy.cuda.nccl``), one rank per GPU.
 
     Per step one NCCL group of send/recv pairs on the caller's stream. On a z cut every
-    population's layer of the (Q, Nz, Ny, Nx) array is contiguous: it is sent and received in
-    place. Other layers (y cuts) are packed into a staging buffer and unpacked after."""
+    population's layer of the (Q, Nz, Ny, Nx) array is contiguous, and so is a field layer of
+    (1, Nz, Ny, Nx, R) records: it is sent and received in place. Other layers (y cuts) are
+    packed into a staging buffer and unpacked after."""
 
     name = "nccl"
 
-    def __init__(self, lattice, box: RankBox):
+    def __init__(self, lattice, box: RankBox, fields: bool = False):
         import cupy
         from cupy.cuda import nccl
 
         self.cp, self.nccl, self.box = cupy, nccl, box
-        self.plan = halo_plan(lattice, box)
+        self.plan = halo_plan(lattice, box, fields)
         cart = box.cart
         uid, error = None, ""
         if cart.rank == 0:
@@ -326,7 +329,8 @@ class NcclHaloExchange:
         if key not in self._ops:
             ops = []
             for t in self.plan:
-                for p in t.populations:
+                # one message per population, or one per field layer (every component)
+                for p in t.populations or (slice(None),):
                     send = f[(p, *t.index(t.send_layer)[1:])]
                     recv = f[(p, *t.index(t.recv_layer)[1:])]
                     if not send.flags.c_contiguous:
@@ -404,10 +408,10 @@ def nccl_diagnostics() -> str:
 HALO_TRANSPORTS = ("auto", "nccl", "mpi")
 
 
-def gpu_exchange(lattice, box: RankBox, device: int):
+def gpu_exchange(lattice, box: RankBox, device: int, fields: bool = False):
     """The halo transport for CuPy ranks: NCCL when every rank has a GPU of its own, else
     (ranks sharing a GPU, which NCCL refuses) MPI through the host. ``THELMA_HALO`` = nccl or
-    mpi forces one."""
+    mpi forces one. ``fields``: the :func:`halo_plan` of whole nodes."""
     choice = os.environ.get("THELMA_HALO", "auto").lower()
     if choice not in HALO_TRANSPORTS:
         raise ValueError(f"THELMA_HALO={choice!r}; valid: {', '.join(HALO_TRANSPORTS)}")
@@ -418,11 +422,28 @@ def gpu_exchange(lattice, box: RankBox, device: int):
             warnings.warn(f"{len(places)} ranks share {len(set(places))} GPU(s): halos go "
                           "through the host over MPI (NCCL needs one GPU per rank)",
                           stacklevel=2)
-        return HaloExchange(lattice, box)
+        return HaloExchange(lattice, box, fields)
     if shared:
         raise RuntimeError(f"THELMA_HALO=nccl but ranks share GPUs ({places}); NCCL needs "
                            "one GPU per rank: start at most one rank per GPU")
-    return NcclHaloExchange(lattice, box)
+    return NcclHaloExchange(lattice, box, fields)
+
+
+def check_gpu_box(box: RankBox, lattice) -> str:
+    """Refuse a decomposition GPU engines cannot run; else 'planes' (a z cut in 3D) or 'rows'.
+
+    GPU ranks cut exactly one axis, z or y: x is the contiguous axis (its halo layers would be
+    one element per row), and the launches over part of the planes or rows cover one axis."""
+    cut = [a for a, g in enumerate(box.ghost) if g]
+    d = lattice.d
+    if len(cut) != 1 or cut[0] == 0:
+        dims = "x".join(map(str, box.decomposition.dims))
+        raise ValueError(
+            f"decomposition {dims}: GPU ranks cut exactly one axis, z or y (x is the "
+            f"contiguous axis: its halo layers are strided); use e.g. "
+            f"{'x'.join(['1'] * (d - 1) + [str(box.decomposition.ranks)])} or leave the "
+            "choice to thelma (--decomp omitted)")
+    return "planes" if (d == 3 and cut[0] == 2) else "rows"
 
 
 def select_device(comm) -> int:
@@ -442,20 +463,27 @@ def select_device(comm) -> int:
 
 
 class DistributedEngine(ComputeEngine):
-    """A compute engine on this rank's grown box, seen from outside as the owned box only."""
+    """A compute engine on this rank's grown box, seen from outside as the owned box only.
+
+    The engine offers ``halo_arrays()``: the arrays whose ghost layers the exchange fills
+    before each step. They hold populations (Q, *S), of which only those crossing a face
+    travel, unless the engine sets ``halo_fields = True``: then every component of whole
+    nodes travels (the single-step LW-ACM reads ρ, u of its upstream neighbours)."""
 
     def __init__(self, engine: ComputeEngine, box: RankBox, device: int | None = None):
         """``device``: this rank's GPU (:func:`select_device`) for an engine on the GPU."""
         if not hasattr(engine, "halo_arrays"):
             raise ValueError(f"{type(engine).__name__} cannot run distributed yet (it offers no "
-                             "halo_arrays()); use the LBM engine (NumPy or CUDA, pull)")
+                             "halo_arrays()); use the LBM or LW-ACM engines (NumPy or CUDA)")
         self.engine, self.box = engine, box
         self.lattice, self.backend, self.dtype = engine.lattice, engine.backend, engine.dtype
+        self.fields = bool(getattr(engine, "halo_fields", False))
+        """The halo arrays hold whole nodes (every ghost value is exact after an exchange)."""
         if engine.backend.is_gpu:
             engine.distribute(box)  # refuses what it cannot run exactly, before NCCL starts
-            self.exchange = gpu_exchange(engine.lattice, box, device or 0)
+            self.exchange = gpu_exchange(engine.lattice, box, device or 0, self.fields)
         else:
-            self.exchange = HaloExchange(engine.lattice, box)
+            self.exchange = HaloExchange(engine.lattice, box, self.fields)
         self.overlap = True
         """GPU ranks: update the interior while the halos travel (False: exchange, then
         update; the benchmark times the exchange so)."""
@@ -497,7 +525,9 @@ class DistributedEngine(ComputeEngine):
         are refreshed first, so the overlap holds the neighbour's current values."""
         self.refresh_ghosts()
         rho, u = self.engine.macroscopic()
-        if self.backend.is_gpu:  # GPU ranks never update ghost layers: fetch their ρ, u
+        # ghost ρ, u are exact only where the state is whole nodes; elsewhere GPU ranks never
+        # update ghost layers and CPU ranks update them from partly exchanged populations
+        if not self.fields:
             fields = HaloExchange(self.lattice, self.box, fields=True)
             fields.exchange(rho[None])
             fields.exchange(u)

@@ -18,6 +18,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import CUDA_OPTIONS, layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import edge_table, kernel_names, tile_flags
+from thelma_py.parallel import check_gpu_box
 
 GRAPH_STEPS = 32
 """Steps captured per CUDA graph (even, so two-buffer and AA schemes return to their parity)."""
@@ -266,16 +267,7 @@ class CudaLbm(ComputeEngine):
         update the owned layers only (never the ghost layers), and
         :meth:`step_distributed` overlaps the interior with the exchange."""
         self._check_distributable()
-        cut = [a for a, g in enumerate(box.ghost) if g]
-        d = self.lattice.d
-        if len(cut) != 1 or cut[0] == 0:
-            dims = "x".join(map(str, box.decomposition.dims))
-            raise ValueError(
-                f"decomposition {dims}: GPU ranks cut exactly one axis, z or y (x is the "
-                f"contiguous axis: its halo layers are strided); use e.g. "
-                f"{'x'.join(['1'] * (d - 1) + [str(box.decomposition.ranks)])} or leave the "
-                "choice to thelma (--decomp omitted)")
-        self._cut = "planes" if (d == 3 and cut[0] == 2) else "rows"
+        self._cut = check_gpu_box(box, self.lattice)
         self._layers = self.nz if self._cut == "planes" else self.ny
         if self._layers < 3:
             raise ValueError(f"a rank needs at least one owned layer along the cut, got "

@@ -159,6 +159,12 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
     def state(self) -> dict[str, np.ndarray]:
         return {"f": self.f.copy(), "rho": self.rho.copy(), "u": self.u.copy()}
 
+    def halo_arrays(self) -> list[np.ndarray]:
+        """Arrays (Q, *S) whose ghost layers a distributed run fills before each step: f*.
+        A node reads f*_i(x − c_i) of its neighbours but only its own ρ, u (bounce-back too
+        reads its own f*), so the populations crossing a cut are all it needs."""
+        return [self.f]
+
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         f = self._check(state, "f", (lat.q, *self.shape))
@@ -171,6 +177,9 @@ class NumpyLwacmFused(_NumpyBase):
     """Single-step LW-ACM: state ρ, u only, stacked as w = (ρ, u_x, u_y[, u_z]), shape
     (1 + D, *S). Each step gathers the upstream w(x − c_i) (periodic wrap) and replaces it by
     :func:`.rule.wall_ghost` where the link crosses a wall."""
+
+    halo_fields = True
+    """A node reads ρ, u of every upstream neighbour: distributed runs exchange whole nodes."""
 
     def __init__(self, params, lattice, tags, backend, dtype):
         super().__init__(params, lattice, tags, backend, dtype)
@@ -219,6 +228,11 @@ class NumpyLwacmFused(_NumpyBase):
 
     def macroscopic(self):
         return self.w[0], self.w[1:]
+
+    def halo_arrays(self) -> list[np.ndarray]:
+        """The records (1 + D, *S) whose ghost layers a distributed run fills before each step
+        (every component: :attr:`halo_fields`)."""
+        return [self.w]
 
     def state(self) -> dict[str, np.ndarray]:
         return {"rho": self.w[0].copy(), "u": self.w[1:].copy()}

@@ -1,5 +1,6 @@
 """Distributed runs on GPUs: the exchange plan, the GPU decomposition rule, kernels launched
-over part of the planes, and (marked gpu) 2 CUDA ranks equal to one GPU bit for bit.
+over part of the planes, the halo arrays and NCCL messages of the LW-ACM engines, and (marked
+gpu) 2 CUDA ranks equal to one GPU bit for bit (LBM, two-step and single-step LW-ACM).
 
 The gpu tests start ``mpiexec -n 2 python -m mpi4py tests/mpi/gpu_decomposed_run.py``: with two
 GPUs one rank per GPU exchanging over NCCL; with one GPU two ranks sharing it (halos through
@@ -144,27 +145,36 @@ def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("precision", "case", "mode", "dims"), [
-    ("float64", "lid", "overlap", "auto"),
-    ("float32", "lid", "overlap", "auto"),
-    ("float64", "zperiodic", "overlap", "auto"),
-    ("float32", "zperiodic", "serial", "auto"),
-    ("float64", "lid", "overlap", "1x2x1"),  # a y cut: packed layers
+@pytest.mark.parametrize(("precision", "case", "mode", "dims", "scheme"), [
+    ("float64", "lid", "overlap", "auto", "lbm"),
+    ("float32", "lid", "overlap", "auto", "lbm"),
+    ("float64", "zperiodic", "overlap", "auto", "lbm"),
+    ("float32", "zperiodic", "serial", "auto", "lbm"),
+    ("float64", "lid", "overlap", "1x2x1", "lbm"),  # a y cut: packed layers
+    # LW-ACM: exchange, then one launch over the grown box
+    ("float64", "lid", "serial", "auto", "lwacm"),
+    ("float32", "zperiodic", "serial", "1x2x1", "lwacm"),
+    ("float64", "lid", "serial", "auto", "lwacm-fused"),  # records sent in place
+    ("float32", "zperiodic", "serial", "auto", "lwacm-fused"),
+    ("float64", "lid", "serial", "1x2x1", "lwacm-fused"),  # packed records
 ])
-def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode, dims):
+def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode, dims, scheme):
     if gpu_count() < 2:
         pytest.skip(f"needs 2 GPUs, {gpu_count()} visible")
-    out = run_gpus(2, precision, case, mode, dims, env={"THELMA_HALO": "nccl"})
-    assert f"identical: {case} {precision} {mode}, 2 ranks" in out and "over nccl" in out
+    out = run_gpus(2, precision, case, mode, dims, scheme, env={"THELMA_HALO": "nccl"})
+    assert f"identical: {case} {precision} {mode} {scheme}, 2 ranks" in out
+    assert "over nccl" in out
 
 
 @pytest.mark.gpu
-def test_two_ranks_sharing_one_gpu_equal_one_gpu_bit_for_bit():
+@pytest.mark.parametrize(("mode", "scheme"), [("overlap", "lbm"), ("serial", "lwacm"),
+                                              ("serial", "lwacm-fused")])
+def test_two_ranks_sharing_one_gpu_equal_one_gpu_bit_for_bit(mode, scheme):
     if gpu_count() < 1:
         pytest.skip("needs a GPU")
-    out = run_gpus(2, "float64", "lid", "overlap", env={"CUDA_VISIBLE_DEVICES": "0",
-                                                        "THELMA_HALO": "auto"})
-    assert "identical: lid float64 overlap, 2 ranks" in out and "over mpi" in out
+    out = run_gpus(2, "float64", "lid", mode, "auto", scheme,
+                   env={"CUDA_VISIBLE_DEVICES": "0", "THELMA_HALO": "auto"})
+    assert f"identical: lid float64 {mode} {scheme}, 2 ranks" in out and "over mpi" in out
 
 
 def test_edge_table_of_a_rank_with_a_ghost_layer_beyond_the_lid_matches_one_domain():
@@ -306,3 +316,103 @@ def test_field_plan_moves_every_component_both_ways():
     assert (plan[0].to, plan[0].frm, plan[1].to, plan[1].frm) == (-2, 0, 0, -2)
     u = np.arange(3 * 7 * 4 * 5).reshape(3, 7, 4, 5)
     np.testing.assert_array_equal(u[plan[0].index(-2)], u[:, 5:6])
+
+
+# -- LW-ACM engines: which arrays, which plan, which NCCL messages (no GPU needed) -----------
+class _DeviceLike(np.ndarray):
+    """A NumPy array with CuPy's ``data.ptr`` (what NcclHaloExchange keys its cache on)."""
+
+    @property
+    def data(self):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+
+def _nccl_operations(plan, f) -> list:
+    """NcclHaloExchange's messages for ``f`` under ``plan``, without NCCL or CuPy."""
+    from types import SimpleNamespace
+
+    from thelma_py.parallel import NcclHaloExchange
+
+    exchange = object.__new__(NcclHaloExchange)
+    exchange.cp = SimpleNamespace(empty=lambda shape, dtype: np.empty(shape, dtype))
+    exchange.plan, exchange._ops = plan, {}
+    return exchange._operations(f)
+
+
+@pytest.mark.parametrize(("dims", "in_place"), [((1, 1, 2), True), ((1, 2, 1), False)])
+def test_single_step_records_travel_whole_over_nccl(dims, in_place):
+    """(1, *S, 4) records: one message per way holding every component of a layer, sent in
+    place on a z cut (a contiguous layer) and packed on a y cut."""
+    lattice = LATTICES["D3Q19"]
+    shape = (16, 8, 12)
+    box = box_of(shape, dims, 0, periodic=True)
+    grown = tuple(reversed(box.grown_shape))
+    records = np.arange(np.prod(grown) * 4, dtype=np.float32).reshape(1, *grown, 4)
+    ops = _nccl_operations(halo_plan(lattice, box, fields=True), records.view(_DeviceLike))
+    assert [(op, peer) for op, _, peer in ops] == [("send", 1), ("recv", 1)] * 2
+    axis = 1 if dims[2] > 1 else 2
+    layer = [slice(None)] * 5
+    for (_, buffer, _), index in zip(ops, (-2, 0, 1, -1), strict=True):
+        assert isinstance(buffer, tuple) != in_place
+        view = buffer[0] if isinstance(buffer, tuple) else buffer
+        layer[axis] = slice(index, index + 1 or None)
+        np.testing.assert_array_equal(view, records[tuple(layer)])
+        assert view.size == np.prod(grown) // grown[axis - 1] * 4
+
+
+def test_two_step_sends_only_the_crossing_populations_of_f_star():
+    lattice = LATTICES["D3Q19"]
+    box = box_of((16, 8, 12), (1, 1, 2), 1, periodic=False)
+    grown = tuple(reversed(box.grown_shape))
+    f = np.zeros((lattice.q, *grown)).view(_DeviceLike)
+    ops = _nccl_operations(halo_plan(lattice, box), f)
+    # the last rank of a non-periodic z: sends down and receives from below only
+    assert [(op, peer) for op, _, peer in ops] == [("recv", 0)] * 5 + [("send", 0)] * 5
+    assert all(buffer.shape == (1, *grown[1:]) for _, buffer, _ in ops)  # one layer of one f*_i
+
+
+def _lwacm_engines(fused: bool, box):
+    """The NumPy engine of a rank's grown box, and the CUDA engine's class."""
+    from thelma_py.backend import select_backend
+    from thelma_py.geometry import Geometry
+    from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused, cuda
+
+    lattice = LATTICES["D3Q19"]
+    geo = Geometry((16, 8, 12), periodic=(True, False, False))
+    geo.edge("+z", velocity=(0.05, 0.0, 0.0))
+    tags = geo.evaluate(lattice, box.grown_lower, box.grown_shape, ghost=True)
+    params = (LwacmFused if fused else Lwacm)(nu=0.03)
+    engine = params.create(lattice, tags, select_backend("cpu"), np.float64)
+    return engine, cuda.CudaLwacmFused if fused else cuda.CudaLwacm
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_lwacm_engines_exchange_what_their_rule_reads(fused):
+    """Two-step: the crossing f* (a node reads only its own ρ, u); single step: whole (ρ, u)
+    nodes. NumPy and CUDA engines of a scheme declare the same plan; the CUDA engine hands
+    out its current buffer (records as one (1, *S, 4) field) and refuses an x cut."""
+    from thelma_py.parallel import DistributedEngine
+
+    lattice = LATTICES["D3Q19"]
+    box = box_of((16, 8, 12), (1, 1, 2), 1, periodic=False)
+    engine, cuda_class = _lwacm_engines(fused, box)
+    distributed = DistributedEngine(engine, box)
+    assert distributed.fields is fused
+    assert getattr(cuda_class, "halo_fields", False) is fused
+    plan = distributed.exchange.plan
+    assert [len(t.populations) for t in plan] == ([0, 0] if fused else [5, 5])
+    (array,) = engine.halo_arrays()
+    assert array is (engine.w if fused else engine.f)
+
+    gpu = object.__new__(cuda_class)
+    gpu.lattice, gpu.current = lattice, 1
+    grown = tuple(reversed(box.grown_shape))
+    gpu.buffers = [np.zeros((*grown, 4) if fused else (lattice.q, *grown)) for _ in range(2)]
+    (held,) = gpu.halo_arrays()
+    assert held.shape == ((1, *grown, 4) if fused else (lattice.q, *grown))
+    assert np.shares_memory(held, gpu.buffers[1]) and not np.shares_memory(held, gpu.buffers[0])
+    gpu.distribute(box)  # a z cut: accepted
+    with pytest.raises(ValueError, match="GPU ranks cut exactly one axis, z or y"):
+        gpu.distribute(box_of((16, 8, 12), (2, 1, 1), 0, periodic=True))

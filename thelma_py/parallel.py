@@ -486,7 +486,8 @@ class DistributedEngine(ComputeEngine):
             self.exchange = HaloExchange(engine.lattice, box, self.fields)
         self.overlap = True
         """GPU ranks: update the interior while the halos travel (False: exchange, then
-        update; the benchmark times the exchange so)."""
+        update; the benchmark times the exchange so). Engines without ``step_distributed``
+        (LW-ACM) always exchange, then update."""
 
     @property
     def tags(self):

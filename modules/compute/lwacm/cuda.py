@@ -4,6 +4,12 @@ Built like :class:`thelma_py.modules.compute.lbm.cuda.CudaLbm`: the same compile
 RawModule per source text), the same tag tables, and its graph-batched :meth:`step` (runs of
 many steps on small domains replay a captured CUDA graph). The two-step kernel always stores
 ρ, u (they are part of its state); the single-step records are ρ, u.
+
+Distributed runs (:class:`thelma_py.parallel.DistributedEngine`) exchange :meth:`halo_arrays`
+through the LBM transports (NCCL, or MPI through the host where ranks share a GPU), then launch
+one step over the whole grown box: no overlap. Ghost nodes are updated too, from whatever they
+hold; owned nodes read only ghost values the exchange has just written (the crossing f* of the
+two-step scheme, whole records of the single-step one).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from thelma_py.modules.compute.lwacm.reference import (
     fused_traffic,
     two_step_wall_tags,
 )
+from thelma_py.parallel import check_gpu_box
 
 TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
@@ -85,6 +92,12 @@ class _CudaBase(ComputeEngine):
     _graph = CudaLbm._graph
     step = CudaLbm.step
 
+    def distribute(self, box) -> None:
+        """Run on the grown box of ``box`` (a :class:`thelma_py.parallel.RankBox`): the
+        distributed engine exchanges :meth:`halo_arrays`, then calls :meth:`step` (one launch
+        over the grown box). The decomposition rule is the LBM one (one axis, z or y)."""
+        check_gpu_box(box, self.lattice)
+
 
 class CudaLwacm(TwoStepSizes, _CudaBase):
     """Two-step LW-ACM on one GPU: f* in two buffers (pull), ρ and u updated in place."""
@@ -141,6 +154,11 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         self.kernels[store](grid, (TWO_STEP_BLOCK, 1, 1), args)
         self.current = 1 - self.current
 
+    def halo_arrays(self) -> list:
+        """The current f* buffer (Q, *S): its crossing populations fill the ghost layers before
+        each step (a node reads only its own ρ, u, so they are never exchanged)."""
+        return [self.buffers[self.current]]
+
     def poison(self) -> None:
         """Testing aid: fill what a step must write (the other f* buffer) with NaN. (ρ, u are
         read and written in place, so they cannot be poisoned.)"""
@@ -154,6 +172,9 @@ class CudaLwacmFused(_CudaBase):
     where a consumer needs contiguous arrays, e.g. for output)."""
 
     scheme = "fused"
+    halo_fields = True
+    """A node reads the records of every upstream neighbour: distributed runs exchange whole
+    records."""
 
     def __init__(self, params, lattice, tags, backend, dtype):
         super().__init__(params, lattice, tags, backend, dtype)
@@ -202,6 +223,11 @@ class CudaLwacmFused(_CudaBase):
         """Views (ρ of shape S, u of shape (D, *S)) of the current records."""
         held = self.buffers[self.current]
         return held[..., 0], self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0)
+
+    def halo_arrays(self) -> list:
+        """The current records as one field of (1, *S, 4): on a z cut a layer is contiguous
+        and goes over NCCL in place."""
+        return [self.buffers[self.current][None]]
 
     def _launch(self, store: bool) -> None:
         bx, by, bz = self.tile

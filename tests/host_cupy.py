@@ -1,10 +1,14 @@
-"""A stand-in for the few CuPy calls the sparse CUDA engines make, for machines without a GPU.
+"""A stand-in for the few CuPy calls the sparse and LW-ACM CUDA engines make, for machines
+without a GPU.
 
 Arrays are NumPy arrays with a ``get()``; ``RawModule`` compiles the generated CUDA source as
 C++ for the host (CUDA keywords defined away) and runs every thread of a launch in turn. For
 kernels whose threads never touch each other's locations within a launch (pull with two
 buffers, in-place AA) this is the kernel's arithmetic and indexing exactly, so the engines'
-Python side (state layouts, launches, conversions) can be tested on the CPU.
+Python side (state layouts, launches, conversions) can be tested on the CPU. Kernels with
+shared memory and ``__syncthreads`` (the single-step LW-ACM) run each block twice: the first
+pass fills the (static) shared tile, the second reloads the same values and computes from the
+full tile; that needs two-buffer kernels (a pass writes only ``dst``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ PRELUDE = """
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __restrict__
+#define __shared__ static
+#define __syncthreads()
+#define __align__(n) alignas(n)
 struct thread_index { unsigned x, y, z; };
 static thread_index blockIdx, blockDim, threadIdx;
 """
@@ -64,15 +71,23 @@ class RawModule:
         self._scalar = ctypes.c_double if real == "double" else ctypes.c_float
         self._params = {}
         launchers = []
+        passes = 2 if "__syncthreads" in code else 1
         for name, params in KERNEL.findall(code):
             names = [p.split()[-1] for p in params.split(",")]
             self._params[name] = ["*" in p for p in params.split(",")], [
                 "int " in p and "*" not in p for p in params.split(",")]
             launchers.append(
-                f'extern "C" void launch_{name}(unsigned grid, unsigned block, {params}) {{\n'
-                "    blockDim.x = block;\n"
-                "    for (unsigned b = 0; b < grid; ++b) for (unsigned t = 0; t < block; ++t) "
-                f"{{ blockIdx.x = b; threadIdx.x = t; {name}({', '.join(names)}); }}\n}}\n")
+                f'extern "C" void launch_{name}(unsigned gx, unsigned gy, unsigned gz, '
+                f"unsigned bx, unsigned by, unsigned bz, {params}) {{\n"
+                "    blockDim.x = bx; blockDim.y = by; blockDim.z = bz;\n"
+                "    for (unsigned c = 0; c < gz; ++c) for (unsigned b = 0; b < gy; ++b) "
+                "for (unsigned a = 0; a < gx; ++a)\n"
+                f"    for (int pass = 0; pass < {passes}; ++pass)\n"
+                "    for (unsigned z = 0; z < bz; ++z) for (unsigned y = 0; y < by; ++y) "
+                "for (unsigned x = 0; x < bx; ++x) {\n"
+                "        blockIdx.x = a; blockIdx.y = b; blockIdx.z = c;\n"
+                "        threadIdx.x = x; threadIdx.y = y; threadIdx.z = z;\n"
+                f"        {name}({', '.join(names)});\n    }}\n}}\n")
         text = PRELUDE + code + "\n".join(launchers)
         folder = Path(tempfile.mkdtemp(prefix="host_cupy_"))
         key = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -88,7 +103,8 @@ class RawModule:
         launcher = getattr(self._lib, f"launch_{name}")
 
         def kernel(grid, block, args):
-            values = [ctypes.c_uint(grid[0]), ctypes.c_uint(block[0])]
+            values = [ctypes.c_uint(int(v)) for v in (*grid, 1, 1, 1)[:3]]
+            values += [ctypes.c_uint(int(v)) for v in (*block, 1, 1, 1)[:3]]
             for arg, pointer, integer in zip(args, pointers, ints, strict=True):
                 if pointer:
                     assert arg.flags.c_contiguous
@@ -104,7 +120,8 @@ def module() -> types.ModuleType:
     cp = types.ModuleType("cupy")
     cp.asarray = asarray
     cp.RawModule = RawModule
-    for name in ("empty", "zeros", "full", "array", "where", "tensordot", "empty_like"):
+    for name in ("empty", "zeros", "ones", "full", "array", "where", "tensordot", "empty_like",
+                 "stack", "moveaxis", "ascontiguousarray"):
         setattr(cp, name, _wrap(getattr(np, name)))
     cp.cuda = types.SimpleNamespace(get_current_stream=lambda: None)
     return cp

@@ -1,0 +1,119 @@
+"""The CUDA LW-ACM engines decomposed, without a GPU: each rank's engine runs the generated
+kernels compiled for the host (tests/host_cupy.py) on its grown box, and an in-process
+transport follows :func:`thelma_py.parallel.halo_plan` message by message, as MPI and NCCL
+do. The owned nodes then equal a single-domain run of the same host kernels bit for bit: the
+kernels on grown boxes (ghost nodes stepped from stale values, walls beyond a face in a ghost
+layer through the edge table, a lid on the cut axis), the engines' halo arrays and the field
+plan of the single-step records are checked on every CPU run. What needs a GPU (NCCL, CUDA's
+own arithmetic, shared memory between real threads) is in tests/test_gpu_parallel.py."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.lbm_setups import LATTICES
+from tests.test_gpu_parallel import box_of
+from tests.test_sparse_host_engine import host_gpu  # noqa: F401 (fixture)
+from thelma_py.backend import select_backend
+from thelma_py.geometry import Geometry, Sphere
+from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
+from thelma_py.parallel import halo_plan
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+
+STEPS = 12
+
+
+def geometry(case: str) -> Geometry:
+    """'lid': walls beyond y and z, a lid on +z; 'zperiodic': x, z periodic, a lid on +y;
+    '2d': x periodic, a lid on +y. A moving sphere in each, across the cuts."""
+    if case == "2d":
+        geo = Geometry((20, 12), periodic=(True, False))
+        geo.edge("+y", velocity=(0.06, 0.0))
+        geo.wall(Sphere((7.5, 6.2), 2.7), velocity=(0.0, 0.01))
+        return geo
+    geo = Geometry((13, 6, 10), periodic=(True, False, case == "zperiodic"))
+    geo.edge("+z" if case == "lid" else "+y", velocity=(0.05, 0.01, 0.0))
+    geo.wall(Sphere((6.3, 3.1, 4.6), 1.9), velocity=(0.0, 0.02, -0.01))
+    return geo
+
+
+def initialize(engine, geo: Geometry, lower, shape) -> None:
+    coords = geo.coordinates(lower, shape)
+    zero = sum(0 * c for c in coords)
+    u = [0.02 * np.sin(coords[0] / 3.0) + zero, 0.01 * np.cos(coords[1] / 2.0) + zero]
+    if geo.dim == 3:
+        u.append(0.01 * np.sin(coords[2] / 2.5) + zero)
+    engine.initialize(1.0 + 0.01 * np.cos(coords[0] / 4.0) + zero, u)
+
+
+def exchange(arrays: list, plans: list) -> None:
+    """One exchange among in-process ranks: message k of every rank's plan is sent, then
+    received (MPI Sendrecv and NCCL groups pair them so)."""
+    for k in range(len(plans[0])):
+        sent = [np.array(a[p[k].index(p[k].send_layer)]) for a, p in zip(arrays, plans,
+                                                                        strict=True)]
+        for rank, (array, plan) in enumerate(zip(arrays, plans, strict=True)):
+            t = plan[k]
+            if t.frm >= 0:
+                assert plans[t.frm][k].to == rank
+                array[t.index(t.recv_layer)] = sent[t.frm]
+
+
+@pytest.mark.parametrize(("case", "dims", "fused", "precision"), [
+    ("lid", (1, 1, 2), False, "float64"),      # the lid beyond the top rank's ghost layer
+    ("lid", (1, 1, 3), True, "float64"),       # an inner rank with two neighbours
+    ("zperiodic", (1, 2, 1), True, "float64"),  # a y cut, the lid on the cut axis
+    ("zperiodic", (1, 1, 2), False, "float32"),  # periodic cut: one neighbour both ways
+    ("2d", (1, 2), False, "float64"),
+    ("2d", (1, 3), True, "float32"),
+])
+def test_host_cuda_lwacm_ranks_equal_one_domain_bit_for_bit(host_gpu, case, dims, fused,  # noqa: F811
+                                                            precision):
+    lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
+    geo = geometry(case)
+    params = (LwacmFused if fused else Lwacm)(nu=0.03)
+    dtype = np.dtype(precision)
+    axis = next(a for a, d in enumerate(dims) if d > 1)
+    boxes = [box_of(geo.shape, dims, r, geo.periodic[axis]) for r in range(max(dims))]
+    ranks = []
+    for box in boxes:
+        tags = geo.evaluate(lattice, box.grown_lower, box.grown_shape, ghost=True)
+        engine = params.create(lattice, tags, host_gpu, dtype)
+        engine.distribute(box)
+        initialize(engine, geo, box.grown_lower, box.grown_shape)
+        ranks.append(engine)
+    assert type(ranks[0]).__name__ == ("CudaLwacmFused" if fused else "CudaLwacm")
+    plans = [halo_plan(lattice, box, fields=getattr(engine, "halo_fields", False))
+             for box, engine in zip(boxes, ranks, strict=True)]
+    assert all(not t.populations for t in plans[0]) == fused
+    whole = params.create(lattice, geo.evaluate(lattice), host_gpu, dtype)
+    initialize(whole, geo, (0,) * geo.dim, geo.shape)
+    for _ in range(STEPS):
+        exchange([engine.halo_arrays()[0] for engine in ranks], plans)
+        for engine in ranks:
+            engine.step(1)
+        whole.step(1)
+    rho, u = (np.array(a) for a in whole.macroscopic())
+    assert np.isfinite(rho).all() and np.abs(u).max() > 1e-3
+    reference = params.create(lattice, geo.evaluate(lattice), select_backend("cpu"), dtype)
+    initialize(reference, geo, (0,) * geo.dim, geo.shape)
+    reference.step(STEPS)  # the host kernels run the rule of the NumPy reference
+    tolerance = 1e-13 if precision == "float64" else 1e-5
+    np.testing.assert_allclose(rho, reference.macroscopic()[0], rtol=0, atol=tolerance)
+    np.testing.assert_allclose(u, reference.macroscopic()[1], rtol=0, atol=tolerance)
+    state = whole.state()
+    for box, engine in zip(boxes, ranks, strict=True):
+        window = tuple(slice(lo, lo + n)
+                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
+        part_rho, part_u = (np.array(a) for a in engine.macroscopic())
+        np.testing.assert_array_equal(part_rho[box.inner], rho[window])
+        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)],
+                                      u[(slice(None), *window)])
+        if not fused:  # f* on fluid nodes (solid ones keep their initial values)
+            fluid = ~geo.evaluate(lattice, box.lower, box.shape).solid
+            f = engine.state()["f"][(slice(None), *box.inner)]
+            np.testing.assert_array_equal(f[:, fluid], state["f"][(slice(None), *window)][:, fluid])

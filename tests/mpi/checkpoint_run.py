@@ -1,9 +1,10 @@
 """Run under mpiexec: distributed checkpoints restart bit for bit, on their decomposition only.
 
-    mpiexec -n 2 python tests/mpi/checkpoint_run.py restart DIR 2x1 1x2
+    mpiexec -n 2 python tests/mpi/checkpoint_run.py restart DIR 2x1 1x2 [SCHEME]
 runs 60 steps with a checkpoint every 30 into DIR, restarts a fresh solver from step 30 and
 compares it after step 60 with the uninterrupted run and with one domain (bit for bit), then
-checks that decomposition 1x2 refuses the checkpoint on every rank.
+checks that decomposition 1x2 refuses the checkpoint on every rank. SCHEME: an LBM collision
+(default trt) or an LW-ACM plug-in (lwacm, lwacm-fused), as in decomposed_run.py.
 
     mpiexec -n 4 python tests/mpi/checkpoint_run.py refuse DIR 2x2
 checks that a checkpoint of DIR (written on another rank count) is refused on every rank.
@@ -21,8 +22,8 @@ import thelma_py as tp
 from thelma_py.modules.results.checkpoint import CheckpointError
 
 
-def solver(dims: str, results=()):
-    return build("D2Q9", "trt", decomposition=dims, comm=MPI.COMM_WORLD, results=list(results))
+def solver(dims: str, results=(), scheme: str = "trt"):
+    return build("D2Q9", scheme, decomposition=dims, comm=MPI.COMM_WORLD, results=list(results))
 
 
 def gathered(run) -> dict:
@@ -49,17 +50,17 @@ def refused(root: Path, dims: str) -> str:
     raise AssertionError(f"decomposition {dims} loaded a checkpoint of another decomposition")
 
 
-def restart(root: Path, dims: str, other: str) -> None:
+def restart(root: Path, dims: str, other: str, scheme: str = "trt") -> None:
     checkpoint = tp.plugin("results", "checkpoint", path=root, every=30, keep=5)
-    straight = solver(dims, [checkpoint])
+    straight = solver(dims, [checkpoint], scheme)
     straight.run(60)
     reference = gathered(straight)
-    resumed = solver(dims)
+    resumed = solver(dims, scheme=scheme)
     assert resumed.load_checkpoint(root / "step_0000000030") == 30
     resumed.run(30)
     state = gathered(resumed)
     if MPI.COMM_WORLD.rank == 0:
-        whole = build("D2Q9", "trt", comm=MPI.COMM_SELF)
+        whole = build("D2Q9", scheme, comm=MPI.COMM_SELF)
         whole.run(60)
         for key, value in whole.engine.state().items():
             assert np.array_equal(state[key], reference[key]), f"{key}: restart != uninterrupted"
@@ -67,7 +68,7 @@ def restart(root: Path, dims: str, other: str) -> None:
         assert sorted(p.name for p in (root / "step_0000000060").iterdir()) == [
             "meta.json", *(f"rank_{r}.npz" for r in range(MPI.COMM_WORLD.size))]
         assert (root / "latest").read_text().strip() == "step_0000000060"
-        print(f"identical: restart at 30 of {dims} on {MPI.COMM_WORLD.size} ranks")
+        print(f"identical: restart at 30 of {dims} on {MPI.COMM_WORLD.size} ranks ({scheme})")
     message = refused(root, other)
     if MPI.COMM_WORLD.rank == 0:
         print(f"refused: {message}")

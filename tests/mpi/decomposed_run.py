@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 from mpi4py import MPI
+from pieces import piece_checks
 
 import thelma_py as tp
 from thelma_py.geometry import Geometry, Sphere
@@ -60,19 +61,11 @@ def main(dims: str, lattice: str, scheme: str, out: str = "", steps: int = 60) -
     whole = build(lattice, scheme, comm=MPI.COMM_SELF)
     whole.run(steps)
     rho, u, f = whole.density(), whole.velocity(), whole.engine.state().get("f")
-    for lower, shape, rho_part, u_part, f_part, fluid, piece, rho_piece in pieces:
-        window = tuple(slice(lo, lo + n)
-                       for lo, n in zip(reversed(lower), reversed(shape), strict=True))
-        seam = tuple(slice(lo, lo + n)
-                     for lo, n in zip(reversed(piece[0]), reversed(piece[1]), strict=True))
-        checks = {"rho": (rho[window], rho_part), "u": (u[(slice(None), *window)], u_part),
-                  "rho of the output piece": (rho[seam], rho_piece)}
-        if f is not None:
-            checks["f"] = (f[(slice(None), *window)][:, fluid], f_part[:, fluid])
-        for name, (expected, got) in checks.items():
+    for part in pieces:
+        for name, (expected, got) in piece_checks(rho, u, f, *part).items():
             if not np.array_equal(expected, got):
                 diff = np.abs(expected - got).max()
-                print(f"different: {name} in sub-box lower={lower} shape={shape}, "
+                print(f"different: {name} in sub-box lower={part[0]} shape={part[1]}, "
                       f"max |diff| = {diff:.3e}")
                 return 1
     print(f"identical: {dims} {lattice} {scheme}, {comm.size} ranks, {steps} steps")

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 from mpi4py import MPI
+from pieces import piece_checks
 
 import thelma_py as tp
 from thelma_py.geometry import Geometry, Sphere
@@ -74,14 +75,8 @@ def main(precision: str, case: str, mode: str, dims: str = "auto", scheme: str =
     rho, u, f = whole.density(), whole.velocity(), whole.engine.state().get("f")
     failed = False
     for lower, shape, rho_part, u_part, f_part, fluid_part, _, piece, rho_piece in pieces:
-        window = tuple(slice(lo, lo + n)
-                       for lo, n in zip(reversed(lower), reversed(shape), strict=True))
-        seam = tuple(slice(lo, lo + n)
-                     for lo, n in zip(reversed(piece[0]), reversed(piece[1]), strict=True))
-        checks = {"rho": (rho[window], rho_part), "u": (u[(slice(None), *window)], u_part),
-                  "rho of the output piece": (rho[seam], rho_piece)}
-        if f is not None:  # LBM and two-step LW-ACM: f* too
-            checks["f"] = (f[(slice(None), *window)][:, fluid_part], f_part[:, fluid_part])
+        checks = piece_checks(rho, u, f, lower, shape, rho_part, u_part, f_part, fluid_part,
+                              piece, rho_piece)
         for name, (expected, got) in checks.items():
             if not np.isfinite(got).all():
                 print(f"different: {name} not finite in sub-box lower={lower} shape={shape}")

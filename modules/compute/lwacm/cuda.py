@@ -25,6 +25,7 @@ from thelma_py.modules.compute.lbm.kernels import edge_table, tile_flags
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate, kernel_names
 from thelma_py.modules.compute.lwacm.reference import (
+    CheckedState,
     TwoStepSizes,
     fused_tile,
     fused_traffic,
@@ -36,7 +37,7 @@ TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
 
 
-class _CudaBase(ComputeEngine):
+class _CudaBase(CheckedState, ComputeEngine):
     scheme = "two-step"
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -77,16 +78,6 @@ class _CudaBase(ComputeEngine):
             self.lattice.d, *self.shape)
         u.reshape(self.lattice.d, -1)[:, self.solid_index] = 0
         return rho, u
-
-    def _check(self, state: dict, key: str, shape: tuple) -> np.ndarray:
-        if key not in state:
-            raise ValueError(f"checkpoint has no {key!r}; an LW-ACM state holds "
-                             f"{sorted(self.state())}")
-        value = np.asarray(state[key])
-        if value.shape != shape or value.dtype != self.dtype:
-            raise ValueError(f"checkpoint holds {key} as {value.dtype}{value.shape}, this run "
-                             f"needs {self.dtype}{shape}")
-        return value
 
     # CudaLbm's stepping: graphs of GRAPH_STEPS plain launches, then the storing launch.
     _graph = CudaLbm._graph

@@ -87,7 +87,22 @@ class TwoStepSizes:
         return two_step_memory(self.lattice, self.dtype.itemsize, self.tags.tags.itemsize)
 
 
-class _NumpyBase(ComputeEngine):
+class CheckedState:
+    """Loading a checkpoint: each array must be there with this run's shape and dtype (shared
+    by the NumPy and CUDA LW-ACM engines)."""
+
+    def _check(self, state: dict, key: str, shape: tuple) -> np.ndarray:
+        if key not in state:
+            raise ValueError(f"checkpoint has no {key!r}; an LW-ACM state holds "
+                             f"{sorted(self.state())}")
+        value = np.asarray(state[key])
+        if value.shape != shape or value.dtype != self.dtype:
+            raise ValueError(f"checkpoint holds {key} as {value.dtype}{value.shape}, this run "
+                             f"needs {self.dtype}{shape}")
+        return value
+
+
+class _NumpyBase(CheckedState, ComputeEngine):
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         self.params, self.lattice, self.tags, self.backend, self.dtype = (
             params, lattice, tags, backend, np.dtype(dtype))
@@ -109,16 +124,6 @@ class _NumpyBase(ComputeEngine):
         if len(self.solid):
             k = new.shape[0]
             new.reshape(k, -1)[:, self.solid] = old.reshape(k, -1)[:, self.solid]
-
-    def _check(self, state: dict, key: str, shape: tuple) -> np.ndarray:
-        if key not in state:
-            raise ValueError(f"checkpoint has no {key!r}; an LW-ACM state holds "
-                             f"{sorted(self.state())}")
-        value = np.asarray(state[key])
-        if value.shape != shape or value.dtype != self.dtype:
-            raise ValueError(f"checkpoint holds {key} as {value.dtype}{value.shape}, this run "
-                             f"needs {self.dtype}{shape}")
-        return value
 
 
 class NumpyLwacm(TwoStepSizes, _NumpyBase):

@@ -6,9 +6,10 @@ C++ for the host (CUDA keywords defined away) and runs every thread of a launch 
 kernels whose threads never touch each other's locations within a launch (pull with two
 buffers, in-place AA) this is the kernel's arithmetic and indexing exactly, so the engines'
 Python side (state layouts, launches, conversions) can be tested on the CPU. Kernels with
-shared memory and ``__syncthreads`` (the single-step LW-ACM) run each block twice: the first
-pass fills the (static) shared tile, the second reloads the same values and computes from the
-full tile; that needs two-buffer kernels (a pass writes only ``dst``).
+shared memory and ``__syncthreads`` (the single-step LW-ACM) are told so by
+``THELMA_HOST_THREADS``: there every thread stages whole planes itself, so a thread run alone
+sees the same shared values as in a block. Such blocks still run twice (a harmless repeat for
+two-buffer kernels, where a pass writes only ``dst``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from pathlib import Path
 import numpy as np
 
 PRELUDE = """
+#include <algorithm>
 #include <cstddef>
+using std::min;
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -34,6 +37,7 @@ PRELUDE = """
 #define __shared__ static
 #define __syncthreads()
 #define __align__(n) alignas(n)
+#define THELMA_HOST_THREADS 1
 struct thread_index { unsigned x, y, z; };
 static thread_index blockIdx, blockDim, threadIdx;
 """
@@ -138,6 +142,9 @@ class HostBackend:
 
     def memory(self):
         return None
+
+    def sm_count(self) -> int:
+        return 132  # an H100
 
     def to_host(self, array):
         return np.array(array)

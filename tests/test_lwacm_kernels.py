@@ -39,12 +39,17 @@ def test_no_velocity_table_reaches_the_kernel():
         assert "__constant__" not in text and "[19]" not in text
 
 
-def test_fused_kernel_uses_16_byte_records_and_skips_3d_corners():
+def test_fused_kernel_marches_with_16_byte_records_and_a_ring_of_four_planes():
     text = generate(config("D3Q19", "float", "fused"))
     assert "struct __align__(16) node_t { real_t rho, ux, uy, uz; };" in text
-    assert "#define HALO_DEPTH 2" in text  # no box corners: no D3Q19 velocity reaches them
-    assert "#define HALO_DEPTH 2" in generate(config("D2Q9", "double", "fused"))  # 2D corners
-    assert "struct __align__(32) node_t" in generate(config("D2Q9", "double", "fused"))
+    assert "#define PX 32" in text and "#define PY 8" in text and "#define HY 1" in text
+    assert "__shared__ node_t ring[4 * PLANE];" in text
+    assert text.count("__syncthreads();") == 2  # after the first planes, once per plane
+    two = generate(config("D2Q9", "double", "fused"))
+    assert "#define PX 128" in two and "#define HY 0" in two
+    assert "struct __align__(32) node_t" in two
+    # the bulk path reads no tag; the wall path is the only one that does
+    assert text.count("tags[n]") == 1
 
 
 def test_force_and_wall_terms_are_baked_in_only_when_needed():

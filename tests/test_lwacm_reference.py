@@ -14,10 +14,10 @@ Tolerances, and why:
   two-step bounce-back is the LBM one. A moving body (the sphere of tests/lbm_setups.py) is
   not mass-conserving in either scheme, as for LBM with Ladd's term. fp64 bound 1e-12 relative
   after 200 steps (measured ~1e-14).
-- Two-step vs single-step: the same floating-point operations in the bulk (rule.py), so the
-  periodic results agree to the last bit; with walls at rest the bounce-back of f* equals the
-  ghost rule (also measured bit for bit). Bound 1e-13 / 1e-6, not 0, so that a reordering of
-  sums does not break the test.
+- Two-step vs single-step: the same rule in the bulk; the single step sums the moments
+  directly (rule.py), so the periodic results agree to rounding; with walls at rest the
+  bounce-back of f* equals the ghost rule. Bound 1e-13 / 1e-6: a few ulps per step over the
+  steps of the test.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import thelma_py as tp
 from thelma_py.geometry import Geometry, Sphere, cavity, periodic_box
 from thelma_py.lattice import D2Q9, D3Q19
 from thelma_py.modules.compute.lwacm import MAX_NU, Lwacm, LwacmFused
-from thelma_py.modules.compute.lwacm.reference import fused_reads_per_node
+from thelma_py.modules.compute.lwacm.reference import fused_chunk, fused_reads_per_node
 
 SCHEMES = ("lwacm", "lwacm-fused")
 LATTICES = ("D2Q9", "D3Q19")
@@ -198,17 +198,18 @@ def test_both_schemes_are_registered_by_one_word():
 
 def test_traffic_and_memory_per_node():
     """Two-step: f* read and written (2Q) plus ρ, u read and written (2 (1 + D)). Single step:
-    one 4-value record written, the tile + halo records read: 32 x 4 x 4 blocks read
-    34 x 6 x 6 − 8 = 1216 records (no box corners for D3Q19), 32 x 8 blocks in 2D read
-    34 x 10 = 340 (corners needed by the diagonals)."""
-    assert fused_reads_per_node(D3Q19) == 1216 / 512
-    assert fused_reads_per_node(D2Q9) == 340 / 256
+    one 4-value record written, and the records a marching block reads: (32 + 2) x (8 + 2) per
+    plane for 32 x 8 nodes in 3D, 130 per plane for 128 nodes in 2D, chunk + 2 planes for chunk
+    planes of nodes (32 for the NumPy reference)."""
+    assert fused_reads_per_node(D3Q19, 32) == 340 * 34 / (256 * 32)
+    assert fused_reads_per_node(D2Q9, 32) == 130 * 34 / (128 * 32)
+    assert fused_reads_per_node(D3Q19, 4) == 340 * 6 / (256 * 4)
     expected = {("lwacm", "D3Q19", "float32"): (184, 4 * 42 + 4),
                 ("lwacm", "D3Q19", "float64"): (368, 8 * 42 + 4),
                 ("lwacm", "D2Q9", "float32"): (96, 4 * 21 + 4),
-                ("lwacm-fused", "D3Q19", "float32"): (54, 4 * 8 + 4),
-                ("lwacm-fused", "D3Q19", "float64"): (108, 8 * 8 + 4),
-                ("lwacm-fused", "D2Q9", "float32"): (37, 4 * 6 + 4)}
+                ("lwacm-fused", "D3Q19", "float32"): (39, 4 * 8 + 4),
+                ("lwacm-fused", "D3Q19", "float64"): (77, 8 * 8 + 4),
+                ("lwacm-fused", "D2Q9", "float32"): (33, 4 * 6 + 4)}
     for (scheme, lattice, precision), (traffic, memory) in expected.items():
         shape = (4, 4) if lattice == "D2Q9" else (4, 4, 4)
         engine = make(lattice, periodic_box(shape), scheme, precision).engine
@@ -229,3 +230,14 @@ def test_open_boundary_kinds_are_refused_with_the_alternative(name):
     tags = geo.evaluate(D2Q9)
     with pytest.raises(ValueError, match="use compute 'lbm'"):
         create("compute", name, nu=0.05).create(D2Q9, tags, select_backend("cpu"), np.float64)
+
+
+def test_fused_chunk_fills_the_gpu_and_prefers_long_marches():
+    """256³ on a 132-SM GPU: 8 x 32 columns of 32 x 8 threads; chunks of 32 give 2048 blocks
+    (≥ 8 per SM), 64 would give 1024 (< 1056). Small domains take short chunks, never longer
+    than the domain."""
+    assert fused_chunk(D3Q19, (256, 256, 256), 132) == 32
+    assert fused_chunk(D3Q19, (512, 512, 512), 132) == 64
+    assert fused_chunk(D3Q19, (64, 64, 64), 132) == 4
+    assert fused_chunk(D3Q19, (3, 64, 64), 132) == 3
+    assert fused_chunk(D2Q9, (4096, 4096), 132) == 64

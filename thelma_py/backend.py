@@ -64,6 +64,11 @@ class Backend:
         free, total = self.xp.cuda.runtime.memGetInfo()
         return int(free), int(total)
 
+    def sm_count(self) -> int:
+        """Streaming multiprocessors of the device (kernels size their grids by it)."""
+        props = self.xp.cuda.runtime.getDeviceProperties(self.xp.cuda.Device().id)
+        return int(props["multiProcessorCount"])
+
     def describe(self) -> str:
         if not self.is_gpu:
             return "cpu (numpy)"

@@ -27,7 +27,8 @@ from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate,
 from thelma_py.modules.compute.lwacm.reference import (
     CheckedState,
     TwoStepSizes,
-    fused_tile,
+    fused_block,
+    fused_chunk,
     fused_traffic,
     two_step_wall_tags,
 )
@@ -172,11 +173,12 @@ class CudaLwacmFused(_CudaBase):
         xp = self.cp
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
-        self.tile = fused_tile(lattice)
+        self.block = fused_block(lattice)
+        self.chunk = fused_chunk(lattice, self.shape, backend.sm_count())
 
     @property
     def traffic_bytes_per_node(self) -> int:
-        return fused_traffic(self.lattice, self.dtype.itemsize)
+        return fused_traffic(self.lattice, self.dtype.itemsize, self.chunk)
 
     @property
     def memory_bytes_per_node(self) -> int:
@@ -221,12 +223,17 @@ class CudaLwacmFused(_CudaBase):
         return [self.buffers[self.current][None]]
 
     def _launch(self, store: bool) -> None:
-        bx, by, bz = self.tile
-        grid = (-(-self.nx // bx), -(-self.ny // by), -(-self.nz // bz))
+        px, py = self.block
+        columns = (-(-self.nx // px), -(-self.ny // py)) if self.lattice.d == 3 else (
+            -(-self.nx // px),)
+        march = self.nz if self.lattice.d == 3 else self.ny
+        grid = (*columns, -(-march // self.chunk))
+        grid = grid + (1,) * (3 - len(grid))
         args = (self.buffers[self.current], self.buffers[1 - self.current],
                 self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
-                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz))
-        self.kernels[store](grid, (bx, by, bz), args)
+                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz),
+                np.int32(self.chunk))
+        self.kernels[store](grid, (px, py, 1), args)
         self.current = 1 - self.current
 
     def poison(self) -> None:

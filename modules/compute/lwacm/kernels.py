@@ -7,12 +7,10 @@ the update rule in :mod:`.rule` (the functions the NumPy references run).
   (each node reads and writes only its own). Moving walls get Ladd's term with the boundary
   table velocities scaled by 1 − κ (the engine passes the scaled table; see
   :func:`.reference.two_step_wall_tags`).
-* ``fused`` (single step): one thread per node, blocks of 32 x 8 (2D) or 32 x 4 x 4 (3D) nodes.
-  ρ, u live in global memory as 4-value records (ρ, u_x, u_y, u_z), 16-byte aligned in fp32. A
-  block copies its tile plus a one-node halo into shared memory (faces and edges; the 3D box
-  corners only where a velocity reaches them, i.e. not for D3Q19), synchronises, and each fluid
-  thread evaluates the rule from shared memory. Halo cells beyond a non-periodic face are not
-  read: the wall links there take :func:`.rule.wall_ghost` values instead.
+* ``fused`` (single step): ρ, u live in global memory as 4-value records (ρ, u_x, u_y, u_z),
+  16-byte aligned in fp32; blocks march through the domain plane by plane with a ring of planes
+  in shared memory (:mod:`.fused_kernels`). Halo cells beyond a non-periodic face are not read:
+  the wall links there take :func:`.rule.wall_ghost` values instead.
 
 Tags are read only in 32-node tiles flagged by :func:`.lbm.kernels.tile_flags`, as for LBM. The
 records are ρ and u, so the fused kernel has no variant that stores them apart.
@@ -23,13 +21,12 @@ from __future__ import annotations
 import attrs
 
 from thelma_py.codegen.expr import Emitter, Expr
-from thelma_py.geometry.tags import LINK_SHIFT, TagLayout
+from thelma_py.geometry.tags import TagLayout
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import Relaxation
-from thelma_py.modules.compute.lbm.kernels import _WALL_ID, TILE, _c3, _prologue, _reads
+from thelma_py.modules.compute.lbm.kernels import _WALL_ID, TILE, _prologue, _reads
 from thelma_py.modules.compute.lbm.kernels import KernelConfig as LbmKernelConfig
-from thelma_py.modules.compute.lwacm import rule
-from thelma_py.modules.compute.lwacm.reference import fused_tile, halo_depth
+from thelma_py.modules.compute.lwacm import fused_kernels, rule
 
 SCHEMES = ("two-step", "fused")
 AXES = "xyz"
@@ -46,7 +43,8 @@ class LwacmKernelConfig:
     moving_walls: bool = True
     """False when every boundary row is at rest (no wall-velocity terms)."""
     block: int = 128
-    """Two-step: threads per block along x. (The fused kernel's block is :func:`fused_tile`.)"""
+    """Two-step: threads per block along x. (The fused kernel's block is
+    :func:`.reference.fused_block`.)"""
 
     @property
     def name(self) -> str:
@@ -110,115 +108,12 @@ def _two_step_kernel(cfg: LwacmKernelConfig) -> str:
             f"{_indent(tail)}\n}}\n")
 
 
-# -- single step (fused) ----------------------------------------------------------------------
-
-_FUSED_HELPERS = """
-// A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
-// too); false beyond a non-periodic face (a wall: never read) or beyond the halo of a ragged tile.
-__device__ __forceinline__ bool halo_index(int& g, int n, int periodic)
-{
-    if (g >= 0 && g < n) return true;
-    if (!periodic || g < -1 || g > n) return false;
-    g = g < 0 ? n - 1 : 0;
-    return true;
-}
-"""
-
-
-def _fused_defines(cfg: LwacmKernelConfig) -> str:
-    lat = cfg.lattice
-    bx, by, bz = fused_tile(lat)
-    z_halo = 1 if lat.d == 3 else 0
-    align = 16 if cfg.real == "float" else 32
-    return "\n".join([
-        f"#define BX {bx}", f"#define BY {by}", f"#define BZ {bz}",
-        "#define SX (BX + 2)", "#define SY (BY + 2)", f"#define ZHALO {z_halo}",
-        "#define SZ (BZ + 2 * ZHALO)", f"#define HALO_DEPTH {halo_depth(lat)}",
-        "// one node's fields: a float4-like record (16-byte loads in fp32)",
-        f"struct __align__({align}) node_t {{ real_t rho, ux, uy, uz; }};",
-    ])
-
-
-def _fused_kernel(cfg: LwacmKernelConfig) -> str:
-    lat = cfg.lattice
-    bx, by, bz = fused_tile(lat)
-    axes = AXES[: lat.d]
-    sx, sy = bx + 2, by + 2
-    em = Emitter()
-    own = ", ".join(f"v{ax}0 = a0.u{ax}" for ax in axes)
-    em.raw("const node_t a0 = s[c];")
-    em.raw(f"const real_t r0 = a0.rho, {own};")
-    rho0 = Expr("r0", atom=True)
-    u0 = [Expr(f"v{ax}0", atom=True) for ax in axes]
-
-    def upstream(i: int):
-        """Emit the load of node x − c_i from shared memory and its wall fix-up."""
-        if i == 0:
-            return rho0, u0
-        cx, cy, cz = _c3(lat, i)
-        offset = cx + sx * (cy + sy * cz)
-        values = ", ".join(f"v{ax}{i} = a{i}.u{ax}" for ax in axes)
-        em.raw(f"const node_t a{i} = s[c - ({offset})];")
-        em.raw(f"real_t r{i} = a{i}.rho, {values};")
-        velocity = None
-        setup = ""
-        if cfg.moving_walls:
-            setup = (f"const int id{i} = wall_id(x - ({cx}), y - ({cy}), z - ({cz}), nx, ny, nz, "
-                     "periodic, tags, edge_bc); ")
-            velocity = [Expr(f"bc[4 * id{i} + {a}]", atom=True) for a in range(lat.d)]
-        rho_g, u_g = rule.wall_ghost(rho0, u0, velocity)
-        assign = " ".join([f"r{i} = {rho_g};"] +
-                          [f"v{ax}{i} = {ug};" for ax, ug in zip(axes, u_g, strict=True)])
-        em.raw(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
-        return Expr(f"r{i}", atom=True), [Expr(f"v{ax}{i}", atom=True) for ax in axes]
-
-    rho, u = rule.single_step(lat, upstream, Expr("kappa", atom=True), em.let, cfg.force)
-
-    record = [f"out.rho = {rho};"]
-    record += [f"out.u{ax} = {u[a] if a < lat.d else '(real_t)0'};" for a, ax in enumerate(AXES)]
-    tail = ["node_t out;", *record, "dst[n] = out;"]
-    signature = (
-        f'extern "C" __global__ void __launch_bounds__({bx * by * bz}) lwacm_fused_step(\n'
-        "    const node_t* __restrict__ src, node_t* __restrict__ dst,\n"
-        "    const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,\n"
-        "    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,\n"
-        "    real_t kappa, int nx, int ny, int nz)")
-    prologue = """    __shared__ node_t s[SX * SY * SZ];
-    const int x0 = blockIdx.x * BX, y0 = blockIdx.y * BY, z0 = blockIdx.z * BZ;
-    const int tid = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
-    // tile + halo of (rho, u) into shared memory; halo cells outside more than HALO_DEPTH
-    // faces of the tile (the box corners in 3D) are read by no velocity and skipped
-    for (int k = tid; k < SX * SY * SZ; k += BX * BY * BZ) {
-        const int lx = k % SX, ly = (k / SX) % SY, lz = k / (SX * SY);
-        const int outside = (lx == 0 || lx == SX - 1) + (ly == 0 || ly == SY - 1)
-                            + (ZHALO && (lz == 0 || lz == SZ - 1));
-        if (outside > HALO_DEPTH) continue;
-        int gx = x0 + lx - 1, gy = y0 + ly - 1, gz = z0 + lz - ZHALO;
-        node_t v;
-        v.rho = v.ux = v.uy = v.uz = (real_t)0;
-        if (halo_index(gx, nx, periodic & 1) && halo_index(gy, ny, periodic & 2)
-            && halo_index(gz, nz, periodic & 4))
-            v = src[gx + (size_t)nx * (gy + (size_t)ny * gz)];
-        s[k] = v;
-    }
-    __syncthreads();
-    const int x = x0 + threadIdx.x, y = y0 + threadIdx.y, z = z0 + threadIdx.z;
-    if (x >= nx || y >= ny || z >= nz) return;
-    const int n = x + nx * (y + ny * z);
-    const int c = (threadIdx.x + 1) + SX * ((threadIdx.y + 1) + SY * (threadIdx.z + ZHALO));
-    const unsigned char tile = tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny * z)];
-    const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;
-    if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"""
-    return (f"{signature}\n{{\n{prologue}\n{em.code(4)}\n"
-            f"{_indent(tail)}\n}}\n")
-
-
 def generate(cfg: LwacmKernelConfig) -> str:
     """The complete CUDA source for one configuration (deterministic text)."""
     parts = [_header(cfg), _WALL_ID]
     if cfg.scheme == "two-step":
         parts.append(_two_step_kernel(cfg))
     else:
-        parts += [_fused_defines(cfg), _FUSED_HELPERS]
-        parts.append(_fused_kernel(cfg))
+        parts += [fused_kernels.defines(cfg.lattice, cfg.real), fused_kernels.HELPERS,
+                  fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force)]
     return "\n".join(parts)

@@ -18,32 +18,35 @@ from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
 
 
-def fused_tile(lattice: Lattice) -> tuple[int, int, int]:
-    """Nodes per CUDA block of the single-step kernel (x, y, z): 32 x 8 in 2D, 32 x 4 x 4 in 3D.
-    x is one warp, so the block's tile-flag rows are the LBM ones."""
-    return (32, 8, 1) if lattice.d == 2 else (32, 4, 4)
+def fused_block(lattice: Lattice) -> tuple[int, int]:
+    """Threads per block of the single-step kernel in the plane it marches through: 32 x 8
+    (x, y) in 3D, 128 x 1 in 2D. Each warp is one 32-node row, so its tile flag is the LBM one."""
+    return (32, 8) if lattice.d == 3 else (128, 1)
 
 
-def halo_depth(lattice: Lattice) -> int:
-    """How many coordinates of a halo cell may lie outside the tile and still be read: the most
-    non-zero components of a velocity (2 for D2Q9 and D3Q19: no corners in 3D; 3 for D3Q27)."""
-    return int((lattice.c != 0).sum(axis=1).max())
+CHUNKS = (64, 32, 16, 8, 4)
+"""Planes a block marches through, longest first (:func:`fused_chunk`)."""
 
 
-def fused_reads_per_node(lattice: Lattice) -> float:
-    """(ρ, u) records one bulk block of the single-step kernel reads per node: tile plus halo,
-    without the halo cells no velocity reaches (the corners of the box in D3Q19)."""
-    tile = fused_tile(lattice)
-    padded = [n + 2 if a < lattice.d else 1 for a, n in enumerate(tile)]
-    depth = halo_depth(lattice)
-    cells = 0
-    for z in range(padded[2]):
-        for y in range(padded[1]):
-            for x in range(padded[0]):
-                outside = sum(int(p > 1 and c in (0, p - 1))
-                              for c, p in zip((x, y, z), padded, strict=True))
-                cells += outside <= depth
-    return cells / (tile[0] * tile[1] * tile[2])
+def fused_chunk(lattice: Lattice, shape: tuple[int, ...], sm_count: int) -> int:
+    """Planes per block along the march axis (z in 3D, y in 2D): the longest that still gives
+    every SM eight blocks, so the grid fills the GPU about twice over. Longer is cheaper (the two
+    extra planes a block reads are 2/chunk of its loads), shorter keeps small domains busy."""
+    px, py = fused_block(lattice)
+    extent = shape[0]
+    columns = -(-shape[-1] // px) * (-(-shape[1] // py) if lattice.d == 3 else 1)
+    for chunk in CHUNKS:
+        if columns * -(-extent // chunk) >= 8 * sm_count:
+            return min(chunk, extent)
+    return min(CHUNKS[-1], extent)
+
+
+def fused_reads_per_node(lattice: Lattice, chunk: int) -> float:
+    """(ρ, u) records a bulk block of the single-step kernel reads from global memory per node:
+    (PX + 2)(PY + 2) per plane (PY + 0 in 2D), chunk + 2 planes for chunk planes of nodes."""
+    px, py = fused_block(lattice)
+    plane = (px + 2) * (py + 2 if lattice.d == 3 else 1)
+    return plane * (chunk + 2) / (px * py * chunk)
 
 
 def two_step_traffic(lattice: Lattice, itemsize: int) -> int:
@@ -56,9 +59,14 @@ def two_step_memory(lattice: Lattice, itemsize: int, tag_itemsize: int) -> int:
     return (2 * lattice.q + 1 + lattice.d) * itemsize + tag_itemsize
 
 
-def fused_traffic(lattice: Lattice, itemsize: int) -> int:
-    """4-value (ρ, u) records: tile + halo read, one record written (rounded to a byte)."""
-    return int(round(4 * itemsize * (fused_reads_per_node(lattice) + 1.0)))
+DEFAULT_CHUNK = 32
+"""The chunk the NumPy reference reports its traffic for (a 256³ box on a 132-SM GPU)."""
+
+
+def fused_traffic(lattice: Lattice, itemsize: int, chunk: int = DEFAULT_CHUNK) -> int:
+    """4-value (ρ, u) records: tile, halo and the planes beyond a chunk read, one record
+    written (rounded to a byte)."""
+    return int(round(4 * itemsize * (fused_reads_per_node(lattice, chunk) + 1.0)))
 
 
 def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:

@@ -1,8 +1,9 @@
 """Every CUDA LW-ACM configuration against the NumPy reference (skipped without a GPU).
 
 The walled geometry of tests/lbm_setups.py (periodic x, walls beyond the other faces, a moving
-lid, a moving sphere, a ragged x size) from random non-equilibrium states: random ρ, u (and, for
-the two-step scheme, random f* not in equilibrium with them). Tolerances as for LBM
+lid, a moving sphere, a ragged x size) from random non-equilibrium states: random ρ, u for the
+single-step scheme; random f* and a random momentum j (not in equilibrium with each other) for
+the two-step one. Tolerances as for LBM
 (tests/test_gpu_lbm.py): both sides evaluate the same expression trees (kernels.py traces
 rule.py) and differ only by fused multiply-adds, ~1e-7 relative in fp32 and ~1e-15 in fp64
 after 120 steps; a wrong link or halo cell shows as O(1e-2) or NaN.
@@ -44,8 +45,8 @@ def engines(lattice_name, scheme, dtype, force=None):
     gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
     rho, u = random_fields(lattice, tags.tags.shape, dtype)
     state = {"rho": rho, "u": u}
-    if scheme == "lwacm":
-        state["f"] = random_state(lattice, tags.tags.shape, dtype)
+    if scheme == "lwacm":  # f*, j = ρ u
+        state = {"f": random_state(lattice, tags.tags.shape, dtype), "j": (rho * u).astype(dtype)}
     cpu.load_state(state)
     gpu.load_state(state)
     return cpu, gpu, tags

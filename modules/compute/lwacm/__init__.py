@@ -1,8 +1,10 @@
 """Link-wise artificial compressibility (LW-ACM) compute plug-ins.
 
-``lwacm``: the two-step scheme (Obrecht et al. 2014, eqs. 15-16, "TheLMA*"): stores f* and ρ, u;
-each step pulls f*_i from x − c_i (halfway bounce-back with Ladd's moving-wall term at wall links,
-exactly as the LBM plug-in), adds κ f^(e,o)_i(x), takes the moments, stores f* = f^(e) − κ f^(e,o).
+``lwacm``: the two-step scheme (Obrecht et al. 2014, eqs. 15-16, "TheLMA*"): stores f* and the
+momentum j = ρ u; each step pulls f*_i from x − c_i (halfway bounce-back with Ladd's moving-wall
+term at wall links, exactly as the LBM plug-in), adds κ f^(e,o)_i(x) = κ 3 w_i (c_i · j(x)), takes
+the moments, stores f* = f^(e) − κ f^(e,o) and j. ρ, u for output come from the state:
+ρ = Σ_i f*_i (the odd part has no mass), u = j / ρ.
 
 ``lwacm-fused``: the single-step scheme (Algorithm 2, "Louise"): stores only ρ, u (two copies);
 each step rebuilds f*_i(x − c_i) from the upstream ρ, u. Walls act on ρ, u as finite-difference
@@ -87,7 +89,7 @@ class LwacmParameters(RelaxationTime):
 @register("compute", "lwacm")
 @attrs.frozen(kw_only=True)
 class Lwacm(LwacmParameters):
-    """LW-ACM, two-step (stores f* and ρ, u; bounce-back walls); lattice units."""
+    """LW-ACM, two-step (stores f* and j = ρ u; bounce-back walls); lattice units."""
 
     fused = False
 

@@ -2,8 +2,9 @@
 
 Built like :class:`thelma_py.modules.compute.lbm.cuda.CudaLbm`: the same compile cache (one
 RawModule per source text), the same tag tables, and its graph-batched :meth:`step` (runs of
-many steps on small domains replay a captured CUDA graph). The two-step kernel always stores
-ρ, u (they are part of its state); the single-step records are ρ, u.
+many steps on small domains replay a captured CUDA graph). The two-step state is f* and the
+momentum j = ρ u (ρ, u are computed from them on the device when asked for); the single-step
+records are ρ, u.
 
 Distributed runs (:class:`thelma_py.parallel.DistributedEngine`) exchange :meth:`halo_arrays`
 through the LBM transports (NCCL, or MPI through the host where ranks share a GPU), then launch
@@ -30,6 +31,7 @@ from thelma_py.modules.compute.lwacm.reference import (
     fused_block,
     fused_chunk,
     fused_traffic,
+    macroscopic_from,
     two_step_wall_tags,
 )
 from thelma_py.parallel import check_gpu_box
@@ -72,14 +74,6 @@ class _CudaBase(CheckedState, ComputeEngine):
         self._graphs: dict = {}
         self._stream = None
 
-    def _fields(self, rho, u):
-        xp = self.cp
-        rho = xp.asarray(rho, dtype=self.dtype).reshape(self.shape)
-        u = xp.stack([xp.asarray(ua, dtype=self.dtype) for ua in u]).reshape(
-            self.lattice.d, *self.shape)
-        u.reshape(self.lattice.d, -1)[:, self.solid_index] = 0
-        return rho, u
-
     # CudaLbm's stepping: graphs of GRAPH_STEPS plain launches, then the storing launch.
     _graph = CudaLbm._graph
     step = CudaLbm.step
@@ -92,7 +86,8 @@ class _CudaBase(CheckedState, ComputeEngine):
 
 
 class CudaLwacm(TwoStepSizes, _CudaBase):
-    """Two-step LW-ACM on one GPU: f* in two buffers (pull), ρ and u updated in place."""
+    """Two-step LW-ACM on one GPU: f* in two buffers (pull), the momentum j = ρ u (D, *S)
+    updated in place. ρ and u are not stored: :meth:`macroscopic` computes them."""
 
     scheme = "two-step"
 
@@ -103,44 +98,48 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         self.bc = xp.asarray(wall_tags.bc_table.astype(self.dtype).reshape(-1))
         q = lattice.q
         self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(2)]
-        self.rho = xp.ones(self.shape, dtype=self.dtype)
-        self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
-
+        self.j = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
 
     def initialize(self, rho, u) -> None:
-        rho, u = self._fields(rho, u)
-        lat = self.lattice
-        usq = sum(ua * ua for ua in u)
+        xp, lat = self.cp, self.lattice
+        rho = xp.asarray(rho, dtype=self.dtype).reshape(self.shape)
+        if len(u) != lat.d:
+            raise ValueError(f"u has {len(u)} components, expected {lat.d}")
+        # u goes into self.j, which then becomes ρ u in place: no (D, *S) temporary
+        for a in range(lat.d):
+            self.j[a] = xp.asarray(u[a], dtype=self.dtype).reshape(self.shape)
+        self.j.reshape(lat.d, -1)[:, self.solid_index] = 0
+        velocity = list(self.j)
+        usq = sum(ua * ua for ua in velocity)
         for i in range(lat.q):  # one population at a time: no second copy of f on the device
-            value = rule.fstar_i(lat, i, rho, list(u), usq, float(self.kappa))
+            value = rule.fstar_i(lat, i, rho, velocity, usq, float(self.kappa))
             for buffer in self.buffers:
                 buffer[i] = value
-        self.rho[...] = rho
-        self.u[...] = u
+        self.j *= rho  # j = ρ u, the same rounding as the NumPy reference
         self.current = 0
         self._graphs.clear()
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.buffers[self.current].get(), "rho": self.rho.get(), "u": self.u.get()}
+        return {"f": self.buffers[self.current].get(), "j": self.j.get()}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         f = self._check(state, "f", (lat.q, *self.shape))
-        rho = self._check(state, "rho", self.shape)
-        u = self._check(state, "u", (lat.d, *self.shape))
+        j = self._check(state, "j", (lat.d, *self.shape))
         for buffer in self.buffers:
             buffer[...] = self.cp.asarray(f)
-        self.rho[...] = self.cp.asarray(rho)
-        self.u[...] = self.cp.asarray(u)
+        self.j[...] = self.cp.asarray(j)
         self.current = 0
         self._graphs.clear()
 
     def macroscopic(self):
-        return self.rho, self.u
+        """ρ = Σ_i f*_i of the current buffer and u = j / ρ, computed on the device (new
+        arrays, (1 + D) values per node while they are held; u = 0 where ρ = 0)."""
+        return macroscopic_from(self.buffers[self.current], self.j)
 
     def _launch(self, store: bool) -> None:
         grid = ((self.nx + TWO_STEP_BLOCK - 1) // TWO_STEP_BLOCK, self.ny, self.nz)
-        args = (self.buffers[self.current], self.buffers[1 - self.current], self.rho, self.u,
+        args = (self.buffers[self.current], self.buffers[1 - self.current], self.j,
                 self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
                 self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz))
         self.kernels[store](grid, (TWO_STEP_BLOCK, 1, 1), args)
@@ -148,12 +147,12 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
 
     def halo_arrays(self) -> list:
         """The current f* buffer (Q, *S): its crossing populations fill the ghost layers before
-        each step (a node reads only its own ρ, u, so they are never exchanged)."""
+        each step (a node reads only its own j, so j is never exchanged)."""
         return [self.buffers[self.current]]
 
     def poison(self) -> None:
-        """Testing aid: fill what a step must write (the other f* buffer) with NaN. (ρ, u are
-        read and written in place, so they cannot be poisoned.)"""
+        """Testing aid: fill what a step must write (the other f* buffer) with NaN. (j is read
+        and written in place, so it cannot be poisoned.)"""
         self.buffers[1 - self.current].fill(np.nan)
 
 

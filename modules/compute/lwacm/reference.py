@@ -1,7 +1,9 @@
 """NumPy LW-ACM engines: the references every CUDA variant is checked against.
 
-Arrays have shape (*S) for ρ and (D, *S) for u, S = (Nz, Ny, Nx) or (Ny, Nx), x fastest. Solid
-nodes keep their values (u = 0 there from :meth:`initialize` on), as in the LBM reference.
+Arrays have shape (*S) for ρ and (D, *S) for u and for the momentum j = ρ u, S = (Nz, Ny, Nx) or
+(Ny, Nx), x fastest. The two-step engine stores f* and j (its ρ, u are derived: ρ = Σ_i f*_i,
+u = j / ρ), the single-step one ρ, u. Solid nodes keep their values (u = 0 and j = 0 there from
+:meth:`initialize` on), as in the LBM reference.
 """
 
 from __future__ import annotations
@@ -50,13 +52,16 @@ def fused_reads_per_node(lattice: Lattice, chunk: int) -> float:
 
 
 def two_step_traffic(lattice: Lattice, itemsize: int) -> int:
-    """f* read (Q) and written (Q), ρ and u read (1 + D) and written (1 + D)."""
-    return (2 * lattice.q + 2 * (1 + lattice.d)) * itemsize
+    """f* read (Q) and written (Q), the node's momentum j = ρ u read (D) and written (D): 176 B
+    per node in fp32 D3Q19, against 152 B for LBM (86 %)."""
+    return (2 * lattice.q + 2 * lattice.d) * itemsize
 
 
 def two_step_memory(lattice: Lattice, itemsize: int, tag_itemsize: int) -> int:
-    """Two f* buffers (streamed from one into the other), ρ, u and the tags."""
-    return (2 * lattice.q + 1 + lattice.d) * itemsize + tag_itemsize
+    """Two f* buffers (streamed from one into the other), j and the tags. (ρ, u for output
+    are computed when asked for, from f* and j: (1 + D) values per node more while they are
+    held.)"""
+    return (2 * lattice.q + lattice.d) * itemsize + tag_itemsize
 
 
 DEFAULT_CHUNK = 32
@@ -93,6 +98,14 @@ class TwoStepSizes:
     @property
     def memory_bytes_per_node(self) -> int:
         return two_step_memory(self.lattice, self.dtype.itemsize, self.tags.tags.itemsize)
+
+
+def macroscopic_from(f, j):
+    """ρ = Σ_i f*_i and u = j / ρ from a two-step state (NumPy or CuPy arrays: the NumPy and
+    CUDA engines compute them alike). Where ρ = 0 (a node never given a state), u is 0 instead
+    of NaN: j is divided by 1 there."""
+    rho = f.sum(axis=0)
+    return rho, j / (rho + (rho == 0))
 
 
 class CheckedState:
@@ -135,55 +148,54 @@ class _NumpyBase(CheckedState, ComputeEngine):
 
 
 class NumpyLwacm(TwoStepSizes, _NumpyBase):
-    """Two-step LW-ACM: state f* (Q, *S), ρ, u. Streaming and bounce-back (with Ladd's term for
-    moving walls) are the LBM ones (:func:`.layouts.stream`), applied to f*."""
+    """Two-step LW-ACM: state f* (Q, *S) and the momentum j = ρ u (D, *S). Streaming and
+    bounce-back (with Ladd's term for moving walls) are the LBM ones (:func:`.layouts.stream`),
+    applied to f*. ρ and u are not stored: ρ = Σ_i f*_i (f^(e,o) has no mass) and u = j / ρ."""
 
     def __init__(self, params, lattice, tags, backend, dtype):
         super().__init__(params, lattice, tags, backend, dtype)
         self.walls = layouts.WallLinks(lattice, two_step_wall_tags(tags, params.kappa),
                                        self.dtype)
         self.f = np.zeros((lattice.q, *self.shape), dtype=self.dtype)
-        self.rho = np.ones(self.shape, dtype=self.dtype)
-        self.u = np.zeros((lattice.d, *self.shape), dtype=self.dtype)
-
+        self.j = np.zeros((lattice.d, *self.shape), dtype=self.dtype)
 
     def initialize(self, rho, u) -> None:
-        self.rho, self.u = self._fields(rho, u)
-        self.f = np.array(rule.fstar(self.lattice, self.rho, list(self.u), self.kappa,
-                                     identity_let), dtype=self.dtype)
+        rho, u = self._fields(rho, u)
+        self.f = np.array(rule.fstar(self.lattice, rho, list(u), self.kappa, identity_let),
+                          dtype=self.dtype)
+        self.j = np.array(rho * u, dtype=self.dtype)  # u, hence j, is 0 in solids
 
     def step(self, n: int = 1) -> None:
         lat = self.lattice
         for _ in range(n):
             streamed = layouts.stream(lat, self.walls, self.f)
-            rho, u, post = rule.two_step(lat, list(streamed), self.rho, list(self.u), self.kappa,
-                                         identity_let, self.force)
+            _, _, j, post = rule.two_step(lat, list(streamed), list(self.j), self.kappa,
+                                          identity_let, self.force)
             f = np.array(post, dtype=self.dtype)
-            rho = np.array(rho, dtype=self.dtype)
-            u = np.array(u, dtype=self.dtype)
+            j = np.array(j, dtype=self.dtype)
             self._keep_solid(f, self.f)
-            self._keep_solid(rho[None], self.rho[None])
-            self._keep_solid(u, self.u)
-            self.f, self.rho, self.u = f, rho, u
+            self._keep_solid(j, self.j)
+            self.f, self.j = f, j
 
     def macroscopic(self):
-        return self.rho, self.u
+        """ρ = Σ_i f*_i and u = j / ρ of the current state (new arrays). Solid nodes keep their
+        initial f*, so ρ > 0 there too; a node with ρ = 0 reports u = 0, not NaN."""
+        return macroscopic_from(self.f, self.j)
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.f.copy(), "rho": self.rho.copy(), "u": self.u.copy()}
+        return {"f": self.f.copy(), "j": self.j.copy()}
 
     def halo_arrays(self) -> list[np.ndarray]:
         """Arrays (Q, *S) whose ghost layers a distributed run fills before each step: f*.
-        A node reads f*_i(x − c_i) of its neighbours but only its own ρ, u (bounce-back too
+        A node reads f*_i(x − c_i) of its neighbours but only its own j (bounce-back too
         reads its own f*), so the populations crossing a cut are all it needs."""
         return [self.f]
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         f = self._check(state, "f", (lat.q, *self.shape))
-        rho = self._check(state, "rho", self.shape)
-        u = self._check(state, "u", (lat.d, *self.shape))
-        self.f, self.rho, self.u = f.copy(), rho.copy(), u.copy()
+        j = self._check(state, "j", (lat.d, *self.shape))
+        self.f, self.j = f.copy(), j.copy()
 
 
 class NumpyLwacmFused(_NumpyBase):

@@ -11,9 +11,10 @@ body force g). Both plug-ins evaluate it as
 
     f_i(x, t+1) = f*_i(x − c_i) + κ f_i^(e,o)(x),    f*_i = f_i^(e) − κ f_i^(e,o)    (eqs. 15-16)
 
-— the two-step scheme stores f*, the single-step scheme recomputes f*_i(x − c_i) from the ρ, u
-of the upstream node and sums the moments directly (:func:`single_step`), so in the periodic
-bulk the two agree to rounding.
+— the two-step scheme stores f* and the momentum j = ρ u of each node (its own κ f^(e,o)_i(x) =
+κ 3 w_i (c_i · j) needs nothing else; ρ = Σ_i f*_i since the odd part has no mass), the
+single-step scheme recomputes f*_i(x − c_i) from the ρ, u of the upstream node and sums the
+moments directly (:func:`single_step`), so in the periodic bulk the two agree to rounding.
 
 Every function takes a ``let`` callable that names intermediates (identity for NumPy,
 :meth:`~thelma_py.codegen.expr.Emitter.let` for CUDA); κ arrives as a value (a NumPy scalar or
@@ -36,6 +37,14 @@ def odd_i(lattice: Lattice, i: int, rho, u: Sequence):
     if isinstance(cu, Number) and cu == 0:
         return 0.0
     return (3.0 * float(lattice.w[i])) * rho * cu
+
+
+def odd_j_i(lattice: Lattice, i: int, j: Sequence):
+    """The same odd part from the momentum j = ρ u: 3 w_i (c_i · j) (0.0 for the rest one)."""
+    cj = dot(lattice.c[i], j)
+    if isinstance(cj, Number) and cj == 0:
+        return 0.0
+    return (3.0 * float(lattice.w[i])) * cj
 
 
 def fstar_i(lattice: Lattice, i: int, rho, u: Sequence, usq, kappa):
@@ -63,13 +72,15 @@ def add_force(u: Sequence, let: Callable, force: Sequence[float] | None) -> list
             for ua, g, name in zip(u, force, ("ux", "uy", "uz"), strict=False)]
 
 
-def two_step(lattice: Lattice, f_in: Sequence, rho0, u0: Sequence, kappa, let: Callable,
+def two_step(lattice: Lattice, f_in: Sequence, j0: Sequence, kappa, let: Callable,
              force: Sequence[float] | None = None):
     """One two-step update of a node: f_in are the streamed f*_i(x − c_i) (bounce-back
-    applied), ρ0, u0 the node's own fields at t. Returns (ρ, u, new f*)."""
-    f = [let(fi + kappa * odd_i(lattice, i, rho0, u0), f"g{i}") for i, fi in enumerate(f_in)]
+    applied), j0 the node's own momentum ρ u at t. Returns (ρ, u, j, new f*): j = ρ u of the
+    new state (after the force), what the node stores besides f*."""
+    f = [let(fi + kappa * odd_j_i(lattice, i, j0), f"g{i}") for i, fi in enumerate(f_in)]
     rho, u = new_moments(lattice, f, let, force)
-    return rho, u, fstar(lattice, rho, u, kappa, let)
+    j = [let(rho * ua, f"j{axis}") for ua, axis in zip(u, "xyz", strict=False)]
+    return rho, u, j, fstar(lattice, rho, u, kappa, let)
 
 
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,

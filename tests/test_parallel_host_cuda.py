@@ -113,7 +113,44 @@ def test_host_cuda_lwacm_ranks_equal_one_domain_bit_for_bit(host_gpu, case, dims
         np.testing.assert_array_equal(part_rho[box.inner], rho[window])
         np.testing.assert_array_equal(part_u[(slice(None), *box.inner)],
                                       u[(slice(None), *window)])
-        if not fused:  # f* on fluid nodes (solid ones keep their initial values)
+        if not fused:  # f*, j on fluid nodes (solid ones keep their initial values)
             fluid = ~geo.evaluate(lattice, box.lower, box.shape).solid
-            f = engine.state()["f"][(slice(None), *box.inner)]
-            np.testing.assert_array_equal(f[:, fluid], state["f"][(slice(None), *window)][:, fluid])
+            for key in ("f", "j"):
+                part = engine.state()[key][(slice(None), *box.inner)]
+                np.testing.assert_array_equal(part[:, fluid],
+                                              state[key][(slice(None), *window)][:, fluid])
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_host_cuda_two_step_state_is_f_and_j(host_gpu, precision):  # noqa: F811
+    """CudaLwacm holds f* and j = ρ u: initialize (one f*_i at a time; u written into j, then
+    multiplied by ρ in place) gives the NumPy reference's f* and j bit for bit, j = 0 in solids;
+    after steps, ρ = Σ_i f*_i and u = j / ρ come from the device state as in the reference; a
+    checkpoint of the old f*, ρ, u is refused."""
+    lattice = LATTICES["D3Q19"]
+    geo = geometry("lid")
+    tags = geo.evaluate(lattice)
+    params = Lwacm(nu=0.03, force=(1e-5, 0.0, 0.0))
+    dtype = np.dtype(precision)
+    gpu = params.create(lattice, tags, host_gpu, dtype)
+    cpu = params.create(lattice, tags, select_backend("cpu"), dtype)
+    for engine in (gpu, cpu):
+        initialize(engine, geo, (0, 0, 0), geo.shape)
+    assert sorted(gpu.state()) == ["f", "j"] and gpu.j.shape == (3, *tags.tags.shape)
+    np.testing.assert_array_equal(gpu.state()["j"], cpu.state()["j"])
+    assert (gpu.state()["j"][:, tags.solid] == 0).all() and tags.solid.any()
+    eps = np.finfo(dtype).eps
+    np.testing.assert_array_equal(gpu.state()["f"], cpu.state()["f"])
+    gpu.load_state(cpu.state())
+    for engine in (gpu, cpu):
+        engine.step(5)
+    for key in ("f", "j"):
+        np.testing.assert_allclose(gpu.state()[key], cpu.state()[key], rtol=0, atol=100 * eps)
+    for got, expected in zip(gpu.macroscopic(), cpu.macroscopic(), strict=True):
+        np.testing.assert_allclose(np.array(got), expected, rtol=0, atol=100 * eps)
+    rho, u = (np.array(a) for a in gpu.macroscopic())
+    np.testing.assert_array_equal(rho, gpu.state()["f"].sum(axis=0))
+    assert (u[:, tags.solid] == 0).all() and np.abs(u).max() > 1e-3
+    old = {"f": gpu.state()["f"], "rho": rho, "u": u}
+    with pytest.raises(ValueError, match="checkpoint has no 'j'"):
+        gpu.load_state(old)

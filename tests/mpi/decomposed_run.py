@@ -3,7 +3,7 @@
     mpiexec -n 4 python tests/mpi/decomposed_run.py 2x2 D2Q9 mrt [OUT_DIR]
 prints 'identical' on rank 0 and exits 0, or exits 1 naming the first difference. The scheme
 is an LBM collision (bgk, trt, mrt) or an LW-ACM plug-in (lwacm, lwacm-fused). Compared: ρ, u,
-the state (f* of LBM and of the two-step LW-ACM) on fluid nodes, and ρ on the output piece
+the state (f of LBM, f* and j of the two-step LW-ACM) on fluid nodes, and ρ on the output piece
 (owned nodes and the seam layer of the + neighbour). With OUT_DIR, the decomposed run also
 writes VTK pieces and a .pvti there.
 """
@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 from mpi4py import MPI
-from pieces import piece_checks
+from pieces import piece_checks, stored
 
 import thelma_py as tp
 from thelma_py.geometry import Geometry, Sphere
@@ -54,15 +54,15 @@ def main(dims: str, lattice: str, scheme: str, out: str = "", steps: int = 60) -
     box = parts.rank_box
     rho_piece = parts.engine.piece_fields()[0]
     pieces = comm.gather((box.lower, box.shape, parts.density(), parts.velocity(),
-                          parts.engine.state().get("f"), ~parts.tags.solid, box.piece(),
+                          stored(parts.engine.state()), ~parts.tags.solid, box.piece(),
                           rho_piece), root=0)
     if comm.rank != 0:
         return 0
     whole = build(lattice, scheme, comm=MPI.COMM_SELF)
     whole.run(steps)
-    rho, u, f = whole.density(), whole.velocity(), whole.engine.state().get("f")
+    rho, u, arrays = whole.density(), whole.velocity(), stored(whole.engine.state())
     for part in pieces:
-        for name, (expected, got) in piece_checks(rho, u, f, *part).items():
+        for name, (expected, got) in piece_checks(rho, u, arrays, *part).items():
             if not np.array_equal(expected, got):
                 diff = np.abs(expected - got).max()
                 print(f"different: {name} in sub-box lower={part[0]} shape={part[1]}, "

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 from mpi4py import MPI
-from pieces import piece_checks
+from pieces import piece_checks, stored
 
 import thelma_py as tp
 from thelma_py.geometry import Geometry, Sphere
@@ -63,7 +63,7 @@ def main(precision: str, case: str, mode: str, dims: str = "auto", scheme: str =
     fluid = ~parts.tags.solid
     rho_piece = parts.engine.piece_fields()[0].get()  # output piece: owned + the seam plane
     pieces = comm.gather((box.lower, box.shape, parts.density(), parts.velocity(),
-                          parts.engine.state().get("f"), fluid, type(parts.engine.exchange).name,
+                          stored(parts.engine.state()), fluid, type(parts.engine.exchange).name,
                           box.piece(), rho_piece), root=0)
     parts.engine.exchange.close()  # NCCL: all ranks together, before rank 0 works alone
     comm.Barrier()
@@ -72,11 +72,11 @@ def main(precision: str, case: str, mode: str, dims: str = "auto", scheme: str =
     whole = build(case, precision, scheme, comm=MPI.COMM_SELF)
     for steps in STEPS:
         whole.run(steps)
-    rho, u, f = whole.density(), whole.velocity(), whole.engine.state().get("f")
+    rho, u, arrays = whole.density(), whole.velocity(), stored(whole.engine.state())
     failed = False
-    for lower, shape, rho_part, u_part, f_part, fluid_part, _, piece, rho_piece in pieces:
-        checks = piece_checks(rho, u, f, lower, shape, rho_part, u_part, f_part, fluid_part,
-                              piece, rho_piece)
+    for lower, shape, rho_part, u_part, arrays_part, fluid_part, _, piece, rho_piece in pieces:
+        checks = piece_checks(rho, u, arrays, lower, shape, rho_part, u_part, arrays_part,
+                              fluid_part, piece, rho_piece)
         for name, (expected, got) in checks.items():
             if not np.isfinite(got).all():
                 print(f"different: {name} not finite in sub-box lower={lower} shape={shape}")

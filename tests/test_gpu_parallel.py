@@ -390,7 +390,7 @@ def _lwacm_engines(fused: bool, box):
 
 @pytest.mark.parametrize("fused", [False, True])
 def test_lwacm_engines_exchange_what_their_rule_reads(fused):
-    """Two-step: the crossing f* (a node reads only its own ρ, u); single step: whole (ρ, u)
+    """Two-step: the crossing f* (a node reads only its own j); single step: whole (ρ, u)
     nodes. NumPy and CUDA engines of a scheme declare the same plan; the CUDA engine hands
     out its current buffer (records as one (1, *S, 4) field) and refuses an x cut."""
     from thelma_py.parallel import DistributedEngine

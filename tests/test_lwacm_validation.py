@@ -1,10 +1,13 @@
 """Validation of the NumPy LW-ACM references (two-step and single-step) against analytic and
 published solutions. The whole file runs in about 20 s on two CPU cores.
 
-Both schemes perform the same arithmetic in the bulk; they differ at walls (bounce-back of f*
-with a scaled Ladd term, against finite-difference ghosts on ρ, u), and for walls at rest even
-those coincide (tests/test_lwacm_reference.py), so Taylor-Green and Poiseuille give the same
-numbers for both and the cavity, with its moving lid, tells them apart.
+Both schemes perform the same arithmetic in the bulk, to rounding (the two-step scheme takes the
+odd-part term from its stored momentum j = ρ u); they differ at walls (bounce-back of f* with a
+scaled Ladd term, against finite-difference ghosts on ρ, u), and for walls at rest even those
+coincide (tests/test_lwacm_reference.py), so Taylor-Green and Poiseuille give the same numbers
+for both and the cavity, with its moving lid, tells them apart. The two-step ρ, u read here are
+Σ_i f*_i and j / ρ: a momentum j that a step failed to update would stall the Taylor-Green
+decay.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def test_distributed_checkpoint_restarts_bit_for_bit_on_its_decomposition_only(t
 
 @pytest.mark.parametrize("scheme", ["lwacm", "lwacm-fused"])
 def test_distributed_lwacm_checkpoint_restarts_bit_for_bit(tmp_path, scheme):
-    """The LW-ACM states (f*, ρ, u; or ρ, u records) on the owned box: a restart fills the
+    """The LW-ACM states (f*, j; or ρ, u records) on the owned box: a restart fills the
     ghost layers by the next exchange, as it does for LBM."""
     out = run_script("checkpoint_run.py", 2, "restart", tmp_path / "checkpoints", "1x2", "2x1",
                      scheme)

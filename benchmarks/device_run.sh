@@ -68,19 +68,19 @@ for part in "$@"; do
       THELMA_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider \
         tests/test_gpu_lwacm.py > "$out/gpu_tests_lwacm.log" 2>&1
       echo "lwacm gpu tests status $?"; tail -n 15 "$out/gpu_tests_lwacm.log";;
-    chunks)  # single-step LW-ACM: planes per marching block (256^3 cavity)
-      timeout 120 python3 benchmarks/fused_chunks.py --size 256 --case cavity \
-        --chunks 8,16,32,64,128 --out "$out/fused_chunks.json";;
+    chunks)  # single-step LW-ACM: block rows and planes per marching block (256^3)
+      timeout 200 python3 benchmarks/fused_tuning.py --size 256 --cases cavity,periodic \
+        --rows 4,8,12 --chunks 4,8,16,32 --out "$out/fused_tuning.json";;
     obstacles)  # open boundaries and a body against the periodic box (issue 5)
       timeout 120 $bench $single --sizes 256 --cases periodic,obstacles \
         --json "$out/obstacles.json" | tail -n 6;;
     diag)  # where writing one 256^3 snapshot spends its time (issue 6)
-      timeout 120 python3 benchmarks/output_diag.py --out "$out/output_diag.json" | tail -n 20;;
+      timeout 200 python3 benchmarks/output_diag.py --pipeline --out "$out/output_diag.json" | tail -n 40;;
     outshm)  # VTK every 100 steps, files in /dev/shm (what the pipeline costs without a disk)
       TMPDIR=/dev/shm timeout 120 $bench $single --sizes 256 --cases cavity --output-every 100 \
         --output-compression none --output-steps 3000 --json "$out/output_shm.json" | tail -n 6;;
     st)  # Schaefer-Turek 2D-1 at n = 10, 20, 40 and 2D-2 (issue 5)
-      timeout 420 python3 -m thelma_py validate --device cuda --size small \
+      timeout 300 python3 -m thelma_py validate --device cuda --size small \
         --only schaefer-turek schaefer-turek-2d2 --out "$out/validation" | tail -n 5;;
     sphere)  # flow past a sphere, d = 20 nodes, Re 20
       timeout 120 python3 -m thelma_py run cases/sphere.py --device cuda --set d=20 \

@@ -3,9 +3,12 @@
 Times (1) the built-in VTK writer on host arrays shaped like a GPU snapshot (ρ, interleaved u,
 kind: 285 MB raw) into the temporary directory and into /dev/shm, and (2) plain writes of the
 same size from 1, 2 and 4 threads at once, without fsync (the page cache, what a writer thread
-meets) and with fsync (the disk). Prints one JSON object::
+meets) and with fsync (the disk). With ``--pipeline`` (GPU) it also runs the bench cavity with
+output every 100 steps three ways: without output, with the host copies only (a thread waits
+for each copy and drops it) and with VTK files, and reports the time the solver's main thread
+spent in results calls. Prints one JSON object::
 
-    python3 benchmarks/output_diag.py [--size 256] [--out diag.json]
+    python3 benchmarks/output_diag.py [--size 256] [--pipeline] [--out diag.json]
 """
 
 from __future__ import annotations
@@ -64,10 +67,67 @@ def threaded_GBs(directory: Path, nbytes: int, threads: int, sync: bool) -> floa
     return nbytes / seconds / 1e9
 
 
+class CopyOnly:
+    """A results plug-in that takes the GPU snapshot like VtkWriter and only waits for it."""
+
+    def __init__(self, every: int):
+        from concurrent.futures import ThreadPoolExecutor
+
+        from thelma_py.schedule import Every
+
+        self.schedule = Every(every)
+        self._pool = ThreadPoolExecutor(max_workers=2)
+        self._jobs: list = []
+
+    def __call__(self, solver) -> None:
+        wait = solver.fields_later()
+        self._jobs.append(self._pool.submit(wait))
+
+    def flush(self) -> None:
+        for job in self._jobs:
+            job.result()
+        self._jobs.clear()
+
+
+def pipeline(size: int, every: int, steps: int, directory: Path) -> dict:
+    """MLUPS and main-thread results time of the cavity without output, with copies only and
+    with raw VTK files into ``directory``."""
+    from thelma_py import registry
+    from thelma_py.bench import geometry_for
+    from thelma_py.modules.results.vtk import VtkWriter
+    from thelma_py.solver import compose
+
+    geometry = geometry_for("cavity", size, 3)
+    out = {}
+    for mode in ("plain", "copies", "files"):
+        plugin = {"plain": None, "copies": CopyOnly(every),
+                  "files": VtkWriter(path=directory, every=every, compression="none")}[mode]
+        solver = compose("D3Q19", geometry, registry.create("compute", "lbm", nu=0.02),
+                         results=[plugin] if plugin else [], device="cuda",
+                         precision="float32", check_every=0)
+        solver.run(64)
+        if plugin:
+            plugin.flush()
+        solver.backend.synchronize()
+        results_before = solver.results_seconds
+        start = time.perf_counter()
+        solver.run(steps)
+        if plugin:
+            plugin.flush()
+        solver.backend.synchronize()
+        seconds = time.perf_counter() - start
+        out[mode] = {"mlups": size ** 3 * steps / seconds / 1e6, "seconds": seconds,
+                     "results_seconds": solver.results_seconds - results_before}
+        for path in directory.glob("*"):
+            path.unlink()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--pipeline", action="store_true")
     args = parser.parse_args()
     fields = snapshot(args.size)
     nbytes = sum(a.nbytes for a in fields.values())
@@ -81,6 +141,8 @@ def main() -> None:
             for sync in (False, True):
                 key = f"write_GBs_{name}_{threads}t_{'fsync' if sync else 'cache'}"
                 result[key] = threaded_GBs(directory, nbytes, threads, sync)
+        if args.pipeline and name == "shm":
+            result["pipeline_shm"] = pipeline(args.size, 100, 2000, directory)
         directory.rmdir()
     text = json.dumps(result, indent=1)
     print(text)

@@ -39,17 +39,21 @@ def test_no_velocity_table_reaches_the_kernel():
         assert "__constant__" not in text and "[19]" not in text
 
 
-def test_fused_kernel_marches_with_16_byte_records_and_a_ring_of_four_planes():
+def test_fused_kernel_marches_with_16_byte_records_and_a_ring_of_five_planes():
     text = generate(config("D3Q19", "float", "fused"))
     assert "struct __align__(16) node_t { real_t rho, ux, uy, uz; };" in text
     assert "#define PX 32" in text and "#define PY 8" in text and "#define HY 1" in text
-    assert "__shared__ node_t ring[4 * PLANE];" in text
+    assert "#define RING 5" in text and "__shared__ node_t ring[RING * PLANE];" in text
+    assert "cp.async.cg.shared.global" in text and "cp.async.wait_group 1" in text
     assert text.count("__syncthreads();") == 2  # after the first planes, once per plane
+    double = generate(config("D3Q19", "double", "fused"))
+    assert "#define PY 4" in double and "#define RECORD_PARTS 2" in double  # 48 KB of shared
     two = generate(config("D2Q9", "double", "fused"))
     assert "#define PX 128" in two and "#define HY 0" in two
     assert "struct __align__(32) node_t" in two
-    # the bulk path reads no tag; the wall path is the only one that does
-    assert text.count("tags[n]") == 1
+    # three paths: bulk tiles read no tag, walls at rest by selects, moving walls look up ids
+    assert text.count("tags[n]") == 2 and "flag & 2" in text
+    assert "flag & 2" not in generate(config("D3Q19", "float", "fused", moving=False))
 
 
 def test_force_and_wall_terms_are_baked_in_only_when_needed():
@@ -67,3 +71,20 @@ def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, real, scheme, 
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
+
+
+def test_fused_tile_flags_mark_the_tiles_next_to_moving_walls():
+    """A 64 x 8 x 6 box with walls beyond every face and a lid on +z: every tile is flagged
+    (each touches a wall), and exactly the tiles of the top layer (z = 5) reach the lid."""
+    from thelma_py.geometry import cavity
+    from thelma_py.modules.compute.lwacm.fused_kernels import MOVING_TILE, WALL_TILE, tile_flags
+
+    lattice = LATTICES["D3Q19"]
+    tags = cavity((64, 8, 6), (0.05, 0.0, 0.0), lid_face="+z").evaluate(lattice)
+    flags = tile_flags(lattice, tags)
+    assert flags.shape == (6, 8, 2)
+    layered = flags
+    assert (layered & WALL_TILE).all()
+    assert (layered[5] & MOVING_TILE).all() and not (layered[:5] & MOVING_TILE).any()
+    still = cavity((64, 8, 6), (0.0, 0.0, 0.0), lid_face="+z").evaluate(lattice)
+    assert not (tile_flags(lattice, still) & MOVING_TILE).any()

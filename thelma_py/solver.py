@@ -219,6 +219,14 @@ class Solver:
         return {"rho": self.backend.to_host(rho), "u": self.backend.to_host(u),
                 "kind": self.tags.kind}
 
+    def reserve_host_copies(self, count: int) -> int:
+        """Pin host memory for ``count`` snapshots of :meth:`fields_later` now (at the start of
+        a run) rather than at the first snapshots; returns how many were reserved."""
+        if self._host_copier is None:
+            self._host_copier = HostCopier(self.backend)
+        rho, u = self.engine.macroscopic()
+        return self._host_copier.reserve({"rho": rho, "u": u}, count)
+
     def fields_later(self) -> Callable[[], dict[str, np.ndarray]]:
         """Like :meth:`fields`, as a function to call later (from an output thread): on a GPU
         the device-to-host copy runs on its own stream while the next steps compute."""

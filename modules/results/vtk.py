@@ -35,6 +35,8 @@ FILE_PRECISIONS = ("float32", "float64")
 WRITERS = ("builtin", "vtk")
 WRITE_THREADS = 2
 """Files written at once by a background writer (each also compresses on all cores)."""
+QUEUE_DEPTH = 4
+"""Files queued or being written at most; a run that gets further ahead waits."""
 
 
 def _check_fields(instance, attribute, value: tuple[str, ...]) -> None:
@@ -300,7 +302,8 @@ class VtkWriter:
     """(time step, file name) of every file written so far, in order."""
     _ready: bool = attrs.field(default=False, init=False, repr=False)
     _worker: BackgroundWriter = attrs.field(
-        factory=lambda: BackgroundWriter(depth=4, workers=WRITE_THREADS), init=False, repr=False)
+        factory=lambda: BackgroundWriter(depth=QUEUE_DEPTH, workers=WRITE_THREADS), init=False,
+        repr=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
 
     @property
@@ -308,8 +311,12 @@ class VtkWriter:
         return self.path / f"{self.prefix}.pvd"
 
     def start(self, solver) -> None:
-        """Create the output directory and check that it is writable."""
+        """Create the output directory and check that it is writable; on a GPU, pin the host
+        buffers of the snapshots that can be in flight at once."""
         ensure_writable_dir(self.path, who="vtk results")
+        if self.background and getattr(solver, "rank_box", None) is None and hasattr(
+                solver, "reserve_host_copies"):
+            solver.reserve_host_copies(QUEUE_DEPTH + 1)
         self._ready = True
 
     def _local_crop(self, solver) -> tuple[tuple[int, int], ...] | None:

@@ -15,6 +15,7 @@ two-step scheme, whole records of the single-step one).
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from thelma_py.backend import Backend
@@ -23,13 +24,14 @@ from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
 from thelma_py.modules.compute.lbm.kernels import edge_table, tile_flags
-from thelma_py.modules.compute.lwacm import rule
+from thelma_py.modules.compute.lwacm import fused_kernels, rule
 from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate, kernel_names
 from thelma_py.modules.compute.lwacm.reference import (
     CheckedState,
     TwoStepSizes,
     fused_block,
     fused_chunk,
+    fused_rows,
     fused_traffic,
     macroscopic_from,
     two_step_wall_tags,
@@ -172,12 +174,32 @@ class CudaLwacmFused(_CudaBase):
         xp = self.cp
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
-        self.block = fused_block(lattice)
-        self.chunk = fused_chunk(lattice, self.shape, backend.sm_count())
+        self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
+        self.rows = self.config.rows or fused_rows(self.dtype.itemsize)
+        self.block = fused_block(lattice, self.rows)
+        self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
+
+    def retune(self, rows: int | None = None, min_blocks: int | None = None,
+               chunk: int | None = None) -> None:
+        """Benchmarking aid: rebuild the kernel with another block (32 x ``rows``) or
+        ``__launch_bounds__`` minimum, or march ``chunk`` planes per block."""
+        changes = {k: v for k, v in (("rows", rows), ("min_blocks", min_blocks)) if v is not None}
+        if changes:
+            self.config = attrs.evolve(self.config, **changes)
+            self.source = generate(self.config)
+            module = _module(self.source)
+            self.kernels = {store: module.get_function(name)
+                            for store, name in kernel_names(self.scheme).items()}
+            self.rows = self.config.rows or fused_rows(self.dtype.itemsize)
+            self.block = fused_block(self.lattice, self.rows)
+        if chunk is not None or "rows" in changes:
+            self.chunk = chunk or fused_chunk(self.lattice, self.shape, self.backend.sm_count(),
+                                              self.rows)
+        self._graphs.clear()
 
     @property
     def traffic_bytes_per_node(self) -> int:
-        return fused_traffic(self.lattice, self.dtype.itemsize, self.chunk)
+        return fused_traffic(self.lattice, self.dtype.itemsize, self.chunk, self.rows)
 
     @property
     def memory_bytes_per_node(self) -> int:

@@ -24,9 +24,13 @@ traced rule with and without the wall fix-ups.
 
 from __future__ import annotations
 
+import numpy as np
+
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.geometry.tags import LINK_SHIFT
-from thelma_py.modules.compute.lbm.kernels import _c3
+from thelma_py.modules.compute.lbm.kernels import TILE, _c3
+from thelma_py.modules.compute.lbm.kernels import tile_flags as lbm_tile_flags
+from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
 
@@ -42,18 +46,75 @@ __device__ __forceinline__ bool halo_index(int& g, int n, int periodic)
     g = g < 0 ? n - 1 : 0;
     return true;
 }
+
+// Global to shared memory without registers (cp.async, sm_80+): 16 bytes, zeros where !valid.
+// The host stand-in of the tests copies at once.
+__device__ __forceinline__ void copy16(void* to, const void* from, bool valid)
+{
+#ifdef THELMA_HOST_THREADS
+    for (int b = 0; b < 16; ++b)
+        ((char*)to)[b] = valid ? ((const char*)from)[b] : 0;
+#else
+    const unsigned shared = (unsigned)__cvta_generic_to_shared(to);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n"
+                 :: "r"(shared), "l"(from), "r"(valid ? 16 : 0));
+#endif
+}
+
+__device__ __forceinline__ void copies_issued()
+{
+#ifndef THELMA_HOST_THREADS
+    asm volatile("cp.async.commit_group;\\n" ::);
+#endif
+}
+
+// wait until all but the newest group of copies have landed
+__device__ __forceinline__ void copies_landed_but_newest()
+{
+#ifndef THELMA_HOST_THREADS
+    asm volatile("cp.async.wait_group 1;\\n" ::);
+#endif
+}
 """
 
+RING = 5
+"""Planes of the shared ring: below, at and above the current plane, and two being loaded."""
 
-def defines(lattice, real: str) -> str:
+WALL_TILE = 1
+"""Tile flag bit: a node of the tile is solid or has a wall link."""
+MOVING_TILE = 2
+"""Tile flag bit: a wall link of the tile ends on a moving wall (the wall-velocity lookups)."""
+
+
+def tile_flags(lattice, tags) -> np.ndarray:
+    """The LBM tile flags (:data:`WALL_TILE`) with :data:`MOVING_TILE` added where a link
+    of the tile crosses into a moving wall: the other flagged tiles take the ghost of a wall at
+    rest (u_g = −u) by selects alone."""
+    flags = lbm_tile_flags(tags)
+    walls = WallLinks(lattice, tags, np.dtype(np.float64))
+    if not walls.moving and not any(v is not None for v in walls.velocity.values()):
+        return flags
+    moving = np.zeros(tags.tags.size, dtype=bool)
+    for i, velocity in walls.velocity.items():
+        if velocity is not None:
+            moving[np.asarray(walls.index[i])[np.any(np.asarray(velocity) != 0, axis=0)]] = True
+    shape = tags.tags.shape if tags.tags.ndim == 3 else (1, *tags.tags.shape)
+    moving = moving.reshape(shape)
+    pad = (-shape[-1]) % TILE
+    padded = np.pad(moving, ((0, 0), (0, 0), (0, pad)), constant_values=False)
+    hit = padded.reshape(shape[0], shape[1], -1, TILE).any(axis=-1)
+    return (flags | (hit.astype(np.uint8) * MOVING_TILE)).reshape(flags.shape)
+
+
+def defines(lattice, real: str, rows: int) -> str:
     """Block shape, ring geometry and the record type."""
-    px, py = fused_block(lattice)
+    px, py = fused_block(lattice, rows)
     hy = 1 if lattice.d == 3 else 0
     align = 16 if real == "float" else 32
     return "\n".join([
         f"#define PX {px}", f"#define PY {py}", f"#define HY {hy}",
         "#define SX (PX + 2)", "#define SY (PY + 2 * HY)", "#define PLANE (SX * SY)",
-        "#define NT (PX * PY)",
+        f"#define RING {RING}", "#define NT (PX * PY)",
         "// The host stand-in of the tests runs threads one after another: there a thread stages",
         "// whole planes itself (THELMA_HOST_THREADS), on the GPU the block shares the work.",
         "#ifdef THELMA_HOST_THREADS",
@@ -66,12 +127,19 @@ def defines(lattice, real: str) -> str:
         "#define STAGE_ROUNDS ((PLANE + STAGE_THREADS - 1) / STAGE_THREADS)",
         "// one node's fields: a float4-like record (16-byte loads in fp32)",
         f"struct __align__({align}) node_t {{ real_t rho, ux, uy, uz; }};",
+        f"#define RECORD_PARTS {1 if real == 'float' else 2}  // 16-byte copies per record",
     ])
 
 
-def _update(lattice, moving_walls: bool, force, walls: bool) -> str:
+PATHS = ("bulk", "rest", "moving")
+"""The three instantiations of the update: no tag read, walls at rest, moving walls."""
+
+
+def _update(lattice, force, path: str) -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
-    with the wall fix-ups when ``walls``; ends with the store of its record."""
+    ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
+    (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
+    wall's velocity)."""
     axes = AXES[: lattice.d]
     march = lattice.d - 1
     em = Emitter()
@@ -90,9 +158,9 @@ def _update(lattice, moving_walls: bool, force, walls: bool) -> str:
         em.raw(f"const node_t a{i} = {plane}[c - ({offset})];")
         em.raw(f"real_t r{i} = a{i}.rho, "
                + ", ".join(f"v{ax}{i} = a{i}.u{ax}" for ax in axes) + ";")
-        if walls:
+        if path != "bulk":
             velocity, setup = None, ""
-            if moving_walls:
+            if path == "moving":
                 cx, cy, cz = c
                 setup = (f"const int id{i} = wall_id(x - ({cx}), y - ({cy}), z - ({cz}), nx, ny, "
                          "nz, periodic, tags, edge_bc); ")
@@ -109,11 +177,12 @@ def _update(lattice, moving_walls: bool, force, walls: bool) -> str:
     for a, ax in enumerate(AXES):
         em.raw(f"out.u{ax} = {u[a] if a < lattice.d else '(real_t)0'};")
     em.raw("dst[n] = out;")
-    return em.code(12)
+    return em.code(16)
 
 
-def kernel(lattice, moving_walls: bool, force) -> str:
-    """The ``lwacm_fused_step`` entry point."""
+def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0) -> str:
+    """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
+    ``__launch_bounds__``, 0 for none)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -122,17 +191,22 @@ def kernel(lattice, moving_walls: bool, force) -> str:
     y_ok = "halo_index(gy, ny, periodic & 2)" if three else "true"
     m_periodic = "periodic & 4" if three else "periodic & 2"
     m_extent = "nz" if three else "ny"
-    px, py = fused_block(lattice)
-    body_fluid = _update(lattice, moving_walls, force, walls=False)
-    body_walls = _update(lattice, moving_walls, force, walls=True)
+    px, py = fused_block(lattice, rows)
+    bounds = f"{px * py}" + (f", {min_blocks}" if min_blocks else "")
+    moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
+                const tag_t tag = tags[n];
+                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
+{_update(lattice, force, "moving")}
+                }}
+""" if moving_walls else "")
     return f"""
-extern "C" __global__ void __launch_bounds__({px * py}) lwacm_fused_step(
+extern "C" __global__ void __launch_bounds__({bounds}) lwacm_fused_step(
     const node_t* __restrict__ src, node_t* __restrict__ dst,
     const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,
     const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,
     real_t kappa, int nx, int ny, int nz, int chunk)
 {{
-    __shared__ node_t ring[4 * PLANE];
+    __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
     const int x0 = blockIdx.x * PX;
     {"const int y0 = blockIdx.y * PY;" if three else "// 2D: the plane is one row along x"}
@@ -145,48 +219,59 @@ extern "C" __global__ void __launch_bounds__({px * py}) lwacm_fused_step(
         const int k = STAGE_TID + r * STAGE_THREADS;
         int gx = x0 + (k % SX) - 1, gy = {plane_y};
         stored[r] = k < PLANE && halo_index(gx, nx, periodic & 1) && {y_ok};
-        from[r] = gx + (size_t)nx * gy;
+        from[r] = stored[r] ? gx + (size_t)nx * gy : 0;
     }}
-    node_t ahead[STAGE_ROUNDS];
-    // loads plane gm (wrapped across a periodic face) into ahead[]; zeros where nothing is stored
-    #define LOAD_PLANE(gm_) {{ \\
+    // copies of plane gm (wrapped across a periodic face) into a ring slot, zeros where no
+    // node is stored, then one commit (also when there is nothing to copy: the groups count
+    // planes)
+    #define STAGE_PLANE(gm_, slot_) {{ \\
         int gm = (gm_); \\
         const bool plane_ok = halo_index(gm, {m_extent}, {m_periodic}); \\
         for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
-            node_t v; v.rho = v.ux = v.uy = v.uz = (real_t)0; \\
-            if (plane_ok && stored[r]) v = src[from[r] + {plane_stride} * gm]; \\
-            ahead[r] = v; }} }}
-    #define SAVE_PLANE(slot_) {{ \\
-        for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
             const int k = STAGE_TID + r * STAGE_THREADS; \\
-            if (k < PLANE) ring[(slot_) * PLANE + k] = ahead[r]; }} }}
-    for (int p = 0; p < 3; ++p) {{ LOAD_PLANE(march_begin - 1 + p); SAVE_PLANE(p); }}
+            if (k < PLANE) {{ \\
+                const bool ok = plane_ok && stored[r]; \\
+                const node_t* at = src + (ok ? from[r] + {plane_stride} * gm : 0); \\
+                for (int part = 0; part < RECORD_PARTS; ++part) \\
+                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\
+                           (const char*)at + 16 * part, ok); }} }} \\
+        copies_issued(); }}
+    for (int p = 0; p < 4; ++p) {{
+        if (march_begin - 1 + p <= march_end) STAGE_PLANE(march_begin - 1 + p, p)
+        else copies_issued();
+    }}
+    copies_landed_but_newest();
     __syncthreads();
     const int x = x0 + (int)threadIdx.x;
     const int c = (threadIdx.x + 1) + SX * ({"threadIdx.y + HY" if three else "0"});
     const int tiles_x = (nx + TILE - 1) / TILE;
     {fixed}
-    for (int {march} = march_begin, step = 0; {march} < march_end; ++{march}, ++step) {{
-        const bool more = {march} + 1 < march_end;  // plane {march} + 2 is read by the next step
-        if (more) LOAD_PLANE({march} + 2);
-        const node_t* __restrict__ lo = ring + (step & 3) * PLANE;
-        const node_t* __restrict__ mid = ring + ((step + 1) & 3) * PLANE;
-        const node_t* __restrict__ hi = ring + ((step + 2) & 3) * PLANE;
+    int below = 0;  // ring slot of plane {march} - 1
+    for (int {march} = march_begin; {march} < march_end; ++{march}) {{
+        const int ahead = below + 4 < RING ? below + 4 : below + 4 - RING;
+        if ({march} + 3 <= march_end) STAGE_PLANE({march} + 3, ahead)
+        else copies_issued();
+        const node_t* __restrict__ lo = ring + below * PLANE;
+        const node_t* __restrict__ mid = ring + (below + 1 < RING ? below + 1 : 0) * PLANE;
+        const node_t* __restrict__ hi = ring + (below + 2 < RING ? below + 2 : below + 2 - RING)
+                                               * PLANE;
         if (x < nx && y < ny) {{
             const size_t n = x + (size_t)nx * (y + (size_t)ny * z);
-            if (!tile_flags[(x / TILE) + (size_t)tiles_x * (y + (size_t)ny * z)]) {{
-{body_fluid}
-            }} else {{
+            const size_t row = y + (size_t)ny * z;
+            const unsigned char flag = tile_flags[(x / TILE) + (size_t)tiles_x * row];
+            if (!flag) {{
+{_update(lattice, force, "bulk")}
+{moving}            }} else {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{body_walls}
+{_update(lattice, force, "rest")}
                 }}
             }}
         }}
-        if (more) SAVE_PLANE((step + 3) & 3);
+        copies_landed_but_newest();  // plane {march} + 2, read by the next step
         __syncthreads();
+        below = below + 1 < RING ? below + 1 : 0;
     }}
-    #undef LOAD_PLANE
-    #undef SAVE_PLANE
+    #undef STAGE_PLANE
 }}
 """

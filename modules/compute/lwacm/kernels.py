@@ -28,6 +28,7 @@ from thelma_py.modules.compute.lbm.collision import Relaxation
 from thelma_py.modules.compute.lbm.kernels import _WALL_ID, TILE, _prologue, _reads
 from thelma_py.modules.compute.lbm.kernels import KernelConfig as LbmKernelConfig
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
+from thelma_py.modules.compute.lwacm.reference import fused_rows
 
 SCHEMES = ("two-step", "fused")
 AXES = "xyz"
@@ -46,6 +47,11 @@ class LwacmKernelConfig:
     block: int = 128
     """Two-step: threads per block along x. (The fused kernel's block is
     :func:`.reference.fused_block`.)"""
+    rows: int = 0
+    """Single step, 3D: rows of the 32-wide block (32 x rows threads); 0: by precision
+    (:func:`.reference.fused_rows`)."""
+    min_blocks: int = 0
+    """Single step: blocks per SM asked of ``__launch_bounds__`` (0: not asked)."""
 
     @property
     def name(self) -> str:
@@ -113,6 +119,8 @@ def generate(cfg: LwacmKernelConfig) -> str:
     if cfg.scheme == "two-step":
         parts.append(_two_step_kernel(cfg))
     else:
-        parts += [fused_kernels.defines(cfg.lattice, cfg.real), fused_kernels.HELPERS,
-                  fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force)]
+        rows = cfg.rows or fused_rows(4 if cfg.real == "float" else 8)
+        parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS,
+                  fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
+                                       cfg.min_blocks)]
     return "\n".join(parts)

@@ -20,21 +20,28 @@ from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
 
 
-def fused_block(lattice: Lattice) -> tuple[int, int]:
-    """Threads per block of the single-step kernel in the plane it marches through: 32 x 8
+def fused_rows(itemsize: int) -> int:
+    """Rows (along y) of the 3D single-step block: 32 x 8 threads in fp32, 32 x 4 in fp64 (its
+    ring of five planes of (32 + 2) x (rows + 2) records must fit the 48 KB of static shared
+    memory)."""
+    return 8 if itemsize <= 4 else 4
+
+
+def fused_block(lattice: Lattice, rows: int = 8) -> tuple[int, int]:
+    """Threads per block of the single-step kernel in the plane it marches through: 32 x rows
     (x, y) in 3D, 128 x 1 in 2D. Each warp is one 32-node row, so its tile flag is the LBM one."""
-    return (32, 8) if lattice.d == 3 else (128, 1)
+    return (32, rows) if lattice.d == 3 else (128, 1)
 
 
 CHUNKS = (64, 32, 16, 8, 4)
 """Planes a block marches through, longest first (:func:`fused_chunk`)."""
 
 
-def fused_chunk(lattice: Lattice, shape: tuple[int, ...], sm_count: int) -> int:
+def fused_chunk(lattice: Lattice, shape: tuple[int, ...], sm_count: int, rows: int = 8) -> int:
     """Planes per block along the march axis (z in 3D, y in 2D): the longest that still gives
     every SM eight blocks, so the grid fills the GPU about twice over. Longer is cheaper (the two
     extra planes a block reads are 2/chunk of its loads), shorter keeps small domains busy."""
-    px, py = fused_block(lattice)
+    px, py = fused_block(lattice, rows)
     extent = shape[0]
     columns = -(-shape[-1] // px) * (-(-shape[1] // py) if lattice.d == 3 else 1)
     for chunk in CHUNKS:
@@ -43,10 +50,10 @@ def fused_chunk(lattice: Lattice, shape: tuple[int, ...], sm_count: int) -> int:
     return min(CHUNKS[-1], extent)
 
 
-def fused_reads_per_node(lattice: Lattice, chunk: int) -> float:
+def fused_reads_per_node(lattice: Lattice, chunk: int, rows: int = 8) -> float:
     """(ρ, u) records a bulk block of the single-step kernel reads from global memory per node:
     (PX + 2)(PY + 2) per plane (PY + 0 in 2D), chunk + 2 planes for chunk planes of nodes."""
-    px, py = fused_block(lattice)
+    px, py = fused_block(lattice, rows)
     plane = (px + 2) * (py + 2 if lattice.d == 3 else 1)
     return plane * (chunk + 2) / (px * py * chunk)
 
@@ -68,10 +75,12 @@ DEFAULT_CHUNK = 32
 """The chunk the NumPy reference reports its traffic for (a 256³ box on a 132-SM GPU)."""
 
 
-def fused_traffic(lattice: Lattice, itemsize: int, chunk: int = DEFAULT_CHUNK) -> int:
+def fused_traffic(lattice: Lattice, itemsize: int, chunk: int = DEFAULT_CHUNK,
+                  rows: int | None = None) -> int:
     """4-value (ρ, u) records: tile, halo and the planes beyond a chunk read, one record
     written (rounded to a byte)."""
-    return int(round(4 * itemsize * (fused_reads_per_node(lattice, chunk) + 1.0)))
+    rows = fused_rows(itemsize) if rows is None else rows
+    return int(round(4 * itemsize * (fused_reads_per_node(lattice, chunk, rows) + 1.0)))
 
 
 def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:

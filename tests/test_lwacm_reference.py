@@ -278,9 +278,9 @@ def test_traffic_and_memory_per_node():
     expected = {("lwacm", "D3Q19", "float32"): (176, 4 * 41 + 4),
                 ("lwacm", "D3Q19", "float64"): (352, 8 * 41 + 4),
                 ("lwacm", "D2Q9", "float32"): (88, 4 * 20 + 4),
-                ("lwacm-fused", "D3Q19", "float32"): (39, 4 * 8 + 4),
-                ("lwacm-fused", "D3Q19", "float64"): (86, 8 * 8 + 4),
-                ("lwacm-fused", "D2Q9", "float32"): (33, 4 * 6 + 4)}
+                ("lwacm-fused", "D3Q19", "float32"): (43, 4 * 8 + 4),
+                ("lwacm-fused", "D3Q19", "float64"): (96, 8 * 8 + 4),
+                ("lwacm-fused", "D2Q9", "float32"): (36, 4 * 6 + 4)}
     for (scheme, lattice, precision), (traffic, memory) in expected.items():
         shape = (4, 4) if lattice == "D2Q9" else (4, 4, 4)
         engine = make(lattice, periodic_box(shape), scheme, precision).engine
@@ -303,12 +303,13 @@ def test_open_boundary_kinds_are_refused_with_the_alternative(name):
         create("compute", name, nu=0.05).create(D2Q9, tags, select_backend("cpu"), np.float64)
 
 
-def test_fused_chunk_fills_the_gpu_and_prefers_long_marches():
-    """256³ on a 132-SM GPU: 8 x 32 columns of 32 x 8 threads; chunks of 32 give 2048 blocks
-    (≥ 8 per SM), 64 would give 1024 (< 1056). Small domains take short chunks, never longer
-    than the domain."""
-    assert fused_chunk(D3Q19, (256, 256, 256), 132) == 32
-    assert fused_chunk(D3Q19, (512, 512, 512), 132) == 64
-    assert fused_chunk(D3Q19, (64, 64, 64), 132) == 4
-    assert fused_chunk(D3Q19, (3, 64, 64), 132) == 3
-    assert fused_chunk(D2Q9, (4096, 4096), 132) == 64
+def test_fused_chunk_is_eight_planes_unless_the_gpu_would_idle():
+    """256³ on a 132-SM GPU: 8 x 32 columns of 32 x 8 threads, 32 chunks of 8 planes (8192
+    blocks). 64³ has only 16 columns: 2 planes give 512 blocks, still fewer than 8 per SM, and
+    shorter chunks than the domain is deep are never taken."""
+    assert fused_chunk(D3Q19, (256, 256, 256), 132) == 8
+    assert fused_chunk(D3Q19, (512, 512, 512), 132) == 8
+    assert fused_chunk(D3Q19, (128, 128, 128), 132) == 4
+    assert fused_chunk(D3Q19, (64, 64, 64), 132) == 2
+    assert fused_chunk(D3Q19, (1, 64, 64), 132) == 1
+    assert fused_chunk(D2Q9, (4096, 4096), 132) == 8

@@ -33,14 +33,16 @@ def fused_block(lattice: Lattice, rows: int = 8) -> tuple[int, int]:
     return (32, rows) if lattice.d == 3 else (128, 1)
 
 
-CHUNKS = (64, 32, 16, 8, 4)
-"""Planes a block marches through, longest first (:func:`fused_chunk`)."""
+CHUNKS = (8, 4, 2)
+"""Planes a block marches through, longest first (:func:`fused_chunk`). Measured on an H100
+(benchmarks/data/*_fused_tuning.json, 256³ fp32): 8 planes beat 16 and 32 by 1.5 and 5% in the
+closed cavity (more, shorter blocks even out the slower wall tiles) and lose 1% in the periodic
+box."""
 
 
 def fused_chunk(lattice: Lattice, shape: tuple[int, ...], sm_count: int, rows: int = 8) -> int:
-    """Planes per block along the march axis (z in 3D, y in 2D): the longest that still gives
-    every SM eight blocks, so the grid fills the GPU about twice over. Longer is cheaper (the two
-    extra planes a block reads are 2/chunk of its loads), shorter keeps small domains busy."""
+    """Planes per block along the march axis (z in 3D, y in 2D): 8, or fewer where the grid
+    would not give every SM eight blocks (small domains), never more than the domain has."""
     px, py = fused_block(lattice, rows)
     extent = shape[0]
     columns = -(-shape[-1] // px) * (-(-shape[1] // py) if lattice.d == 3 else 1)
@@ -71,8 +73,8 @@ def two_step_memory(lattice: Lattice, itemsize: int, tag_itemsize: int) -> int:
     return (2 * lattice.q + lattice.d) * itemsize + tag_itemsize
 
 
-DEFAULT_CHUNK = 32
-"""The chunk the NumPy reference reports its traffic for (a 256³ box on a 132-SM GPU)."""
+DEFAULT_CHUNK = 8
+"""The chunk the NumPy reference reports its traffic for (what a GPU takes for a 256³ box)."""
 
 
 def fused_traffic(lattice: Lattice, itemsize: int, chunk: int = DEFAULT_CHUNK,

@@ -78,10 +78,23 @@ class CopyOnly:
         self.schedule = Every(every)
         self._pool = ThreadPoolExecutor(max_workers=2)
         self._jobs: list = []
+        self.call_seconds: list[float] = []
+        self.macroscopic_seconds: list[float] = []
 
     def __call__(self, solver) -> None:
-        wait = solver.fields_later()
-        self._jobs.append(self._pool.submit(wait))
+        start = time.perf_counter()
+        solver.engine.macroscopic()
+        solver.backend.synchronize()
+        self.macroscopic_seconds.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        pending = solver.fields_later()
+        self.call_seconds.append(time.perf_counter() - start)
+
+        def wait_and_release():
+            pending()
+            pending.release()
+
+        self._jobs.append(self._pool.submit(wait_and_release))
 
     def flush(self) -> None:
         for job in self._jobs:
@@ -106,6 +119,8 @@ def pipeline(size: int, every: int, steps: int, directory: Path) -> dict:
                          results=[plugin] if plugin else [], device="cuda",
                          precision="float32", check_every=0)
         solver.run(64)
+        if mode == "copies":
+            solver.reserve_host_copies(3)
         if plugin:
             plugin.flush()
         solver.backend.synchronize()
@@ -118,6 +133,9 @@ def pipeline(size: int, every: int, steps: int, directory: Path) -> dict:
         seconds = time.perf_counter() - start
         out[mode] = {"mlups": size ** 3 * steps / seconds / 1e6, "seconds": seconds,
                      "results_seconds": solver.results_seconds - results_before}
+        if mode == "copies":
+            out[mode]["fields_later_seconds"] = plugin.call_seconds
+            out[mode]["macroscopic_seconds"] = plugin.macroscopic_seconds
         for path in directory.glob("*"):
             path.unlink()
     return out

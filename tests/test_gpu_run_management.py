@@ -60,3 +60,25 @@ def test_fields_later_holds_the_fields_of_the_step_it_was_called_at():
         np.testing.assert_array_equal(first[name], expected[name])
     assert not np.array_equal(second["u"], expected["u"])
     assert not np.array_equal(now["u"], second["u"])
+
+
+def test_released_host_copies_are_reused_and_hold_the_new_step():
+    """A released snapshot's pinned buffers take the next snapshot (no new page-locking); a
+    reserved set is taken first."""
+    geo = tp.geometry.cavity((64, 48, 40), lid_velocity=(0.05, 0.0, 0.0))
+    solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=0.02), device="cuda",
+                        precision="float32")
+    assert solver.reserve_host_copies(2) == 2
+    solver.step(20)
+    first = solver.fields_later()
+    held = first()["rho"]
+    first.release()
+    with pytest.raises(RuntimeError, match="released"):
+        first()
+    solver.step(20)
+    expected = solver.fields()
+    second = solver.fields_later()
+    got = second()
+    assert np.shares_memory(got["rho"], held)
+    for name in ("rho", "u", "kind"):
+        np.testing.assert_array_equal(got[name], expected[name])

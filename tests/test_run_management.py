@@ -283,3 +283,19 @@ def test_fields_later_on_the_cpu_returns_the_fields_of_the_step_it_was_called_at
     for name in ("rho", "u", "kind"):
         np.testing.assert_array_equal(got[name], expected[name])
     assert not np.array_equal(solver.fields()["u"], got["u"])
+
+
+def test_pending_copy_gives_its_buffers_back_once_and_refuses_use_after_release():
+    from thelma_py.host_copy import PendingCopy
+
+    returned = []
+    arrays = {"rho": np.ones((2, 3)), "u": np.zeros((2, 3, 2))}
+    pending = PendingCopy(arrays, interleave=("u",), give_back=returned.append,
+                          extra={"kind": np.ones((2, 3), dtype=np.uint8)})
+    got = pending()
+    assert got["u"].shape == (2, 2, 3) and got["kind"].dtype == np.uint8
+    pending.release()
+    pending.release()
+    assert returned == [arrays]
+    with pytest.raises(RuntimeError, match="released"):
+        pending()

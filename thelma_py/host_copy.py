@@ -3,49 +3,97 @@
 :class:`HostCopier` snapshots device arrays on the compute stream (a device-to-device copy,
 a fraction of a millisecond even at 256³) and then copies the snapshot to pinned host memory
 on a stream of its own, so the next steps run while the data crosses PCIe. The caller gets a
-function that waits for the copy and returns NumPy arrays; an output thread calls it. On the
-CPU the copy is made at once.
+:class:`PendingCopy`: calling it waits for the copy and returns NumPy arrays (an output thread
+calls it); releasing it hands its pinned buffers back for the next snapshot. Page-locking
+hundreds of MB takes tens of milliseconds in the calling thread, so buffers are reused and can
+be reserved when a run starts (:meth:`HostCopier.reserve`). On the CPU the copy is made at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import threading
 
 import numpy as np
 
 
+class PendingCopy:
+    """A host copy under way: call it for the arrays (it waits for the copy); :meth:`release`
+    when done with them lets a later snapshot reuse their pinned memory. A copy that is never
+    released simply keeps its buffers (they are freed with the arrays)."""
+
+    def __init__(self, arrays: dict, done=None, interleave: tuple[str, ...] = (),
+                 give_back=None, extra: dict | None = None):
+        self._arrays, self._done, self._interleave = arrays, done, interleave
+        self._give_back, self._extra = give_back, dict(extra or {})
+
+    def __call__(self) -> dict[str, np.ndarray]:
+        if self._arrays is None:
+            raise RuntimeError("this host copy was released; take a new one")
+        if self._done is not None:
+            self._done.synchronize()
+        out = {name: np.moveaxis(array, -1, 0) if name in self._interleave else array
+               for name, array in self._arrays.items()}
+        return {**out, **self._extra}
+
+    def release(self) -> None:
+        """The arrays are no longer used: their buffers may take the next snapshot."""
+        arrays, self._arrays = self._arrays, None
+        if arrays is not None and self._give_back is not None:
+            self._give_back(arrays)
+
+
+def _layout(arrays: dict, interleave: tuple[str, ...]) -> tuple:
+    """(name, host shape, dtype) of each snapshot array: interleaved vectors (D, *S) are held
+    as (*S, D)."""
+    return tuple((name, tuple(a.shape[1:]) + (a.shape[0],) if name in interleave
+                  else tuple(a.shape), str(a.dtype)) for name, a in arrays.items())
+
+
 class HostCopier:
-    """Asynchronous device-to-host copies of named arrays (one snapshot in flight at a time)."""
+    """Asynchronous device-to-host copies of named arrays (one snapshot in flight at a time),
+    into pinned buffers that are reused once released."""
 
     def __init__(self, backend):
         self.backend = backend
         self._stream = None
         self._done = None  # event: the last host copy has read the snapshot
         self._snapshot: dict = {}
+        self._free: dict[tuple, list[dict]] = {}
+        self._lock = threading.Lock()  # buffers come back from output threads
 
-    def reserve(self, arrays: dict, count: int, memory_fraction: float = 0.25) -> int:
-        """Allocate ``count`` sets of pinned host buffers for snapshots of ``arrays`` and hand
-        them to CuPy's pinned memory pool, so that later snapshots reuse them: page-locking
-        hundreds of MB takes tens of milliseconds, which would otherwise stall the run at the
-        first snapshots. At most ``memory_fraction`` of the host memory is reserved. Returns
-        the sets reserved (0 on the CPU)."""
+    def reserve(self, arrays: dict, count: int, interleave: tuple[str, ...] = (),
+                memory_fraction: float = 0.25) -> int:
+        """Pin ``count`` sets of host buffers for snapshots of ``arrays`` now, at most
+        ``memory_fraction`` of the host memory in all. Returns the sets held (0 on the CPU)."""
         if not self.backend.is_gpu:
             return 0
-        import os
-
-        import cupyx
-
+        layout = _layout(arrays, interleave)
         per_set = sum(int(a.nbytes) for a in arrays.values())
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         count = max(0, min(count, int(memory_fraction * physical) // max(per_set, 1)))
-        held = [cupyx.empty_pinned(a.shape, a.dtype) for _ in range(count)
-                for a in arrays.values()]
-        del held  # back to the pool, still pinned
+        with self._lock:
+            free = self._free.setdefault(layout, [])
+            missing = count - len(free)
+        for _ in range(missing):
+            self._give_back_to(layout)(self._pinned(layout))
         return count
 
-    def start(self, arrays: dict, interleave: tuple[str, ...] = ()
-              ) -> Callable[[], dict[str, np.ndarray]]:
-        """Begin copying ``arrays`` (name → device or host array); return the waiter.
+    def _pinned(self, layout: tuple) -> dict:
+        import cupyx
+
+        return {name: cupyx.empty_pinned(shape, dtype) for name, shape, dtype in layout}
+
+    def _give_back_to(self, layout: tuple):
+        def give_back(arrays: dict) -> None:
+            with self._lock:
+                self._free.setdefault(layout, []).append(arrays)
+        return give_back
+
+    def start(self, arrays: dict, interleave: tuple[str, ...] = (),
+              extra: dict | None = None) -> PendingCopy:
+        """Begin copying ``arrays`` (name → device or host array); ``extra`` host arrays are
+        handed over as they are.
 
         Vector fields named in ``interleave`` (shape (D, *S)) are returned as (D, *S) views of
         host memory laid out (*S, D), the point order of VTK files: on a GPU the reordering is
@@ -53,30 +101,26 @@ class HostCopier:
         """
         if not self.backend.is_gpu:
             copies = {name: np.array(array, copy=True) for name, array in arrays.items()}
-            return lambda: copies
+            return PendingCopy(copies, extra=extra)
         cp = self.backend.xp
         try:
             snapshot = self._take(cp, arrays, interleave)
         except cp.cuda.memory.OutOfMemoryError:  # no room for a snapshot: copy now
             self._snapshot.clear()
             copies = {name: cp.asnumpy(array) for name, array in arrays.items()}
-            return lambda: copies
-        import cupyx
-
+            return PendingCopy(copies, extra=extra)
+        layout = _layout(arrays, interleave)
+        with self._lock:
+            free = self._free.get(layout)
+            host = free.pop() if free else None
+        if host is None:
+            host = self._pinned(layout)
         ready = cp.cuda.get_current_stream().record()
         self._stream.wait_event(ready)
-        host = {}
         for name, array in snapshot.items():
-            host[name] = cupyx.empty_pinned(array.shape, array.dtype)
             cp.asnumpy(array, stream=self._stream, out=host[name], blocking=False)
         done = self._done = self._stream.record()
-
-        def wait() -> dict[str, np.ndarray]:
-            done.synchronize()
-            return {name: np.moveaxis(array, -1, 0) if name in interleave else array
-                    for name, array in host.items()}
-
-        return wait
+        return PendingCopy(host, done, interleave, self._give_back_to(layout), extra)
 
     def _take(self, cp, arrays: dict, interleave: tuple[str, ...]) -> dict:
         """Device snapshot of ``arrays`` on the compute stream, after the last copy read it."""

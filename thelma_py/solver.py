@@ -11,7 +11,7 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -20,7 +20,7 @@ import numpy as np
 from thelma_py import parallel
 from thelma_py.backend import Backend, dtype_of, select_backend
 from thelma_py.geometry.domain import Geometry, NodeTags
-from thelma_py.host_copy import HostCopier
+from thelma_py.host_copy import HostCopier, PendingCopy
 from thelma_py.lattice import Lattice, lattice_by_name
 from thelma_py.modules.init.fields import Equilibrium
 
@@ -225,17 +225,17 @@ class Solver:
         if self._host_copier is None:
             self._host_copier = HostCopier(self.backend)
         rho, u = self.engine.macroscopic()
-        return self._host_copier.reserve({"rho": rho, "u": u}, count)
+        return self._host_copier.reserve({"rho": rho, "u": u}, count, interleave=("u",))
 
-    def fields_later(self) -> Callable[[], dict[str, np.ndarray]]:
-        """Like :meth:`fields`, as a function to call later (from an output thread): on a GPU
-        the device-to-host copy runs on its own stream while the next steps compute."""
+    def fields_later(self) -> PendingCopy:
+        """Like :meth:`fields`, as a :class:`~thelma_py.host_copy.PendingCopy` to call later
+        (from an output thread): on a GPU the device-to-host copy runs on its own stream while
+        the next steps compute. Release it after use so that its pinned buffers are reused."""
         if self._host_copier is None:
             self._host_copier = HostCopier(self.backend)
         rho, u = self.engine.macroscopic()
-        wait = self._host_copier.start({"rho": rho, "u": u}, interleave=("u",))
-        kind = self.tags.kind
-        return lambda: {**wait(), "kind": kind}
+        return self._host_copier.start({"rho": rho, "u": u}, interleave=("u",),
+                                       extra={"kind": self.tags.kind})
 
     # -- running -----------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:

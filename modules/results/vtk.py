@@ -348,13 +348,20 @@ class VtkWriter:
             self._write(*job)
 
     def _write(self, target: Path, step: int, raw, periodic, crop, lower) -> None:
-        """Write one file; ``raw`` is a dict of host fields or a function returning one."""
-        raw = raw() if callable(raw) else raw
-        arrays = host_fields(raw, self.fields, periodic, crop, self.subsample)
-        origin = tuple(low + (box[0] if crop else 0)
-                       for low, box in zip(lower, crop or [(0, 0)] * len(lower), strict=True))
-        write_vti(target, arrays, origin=origin, names=self.fields, precision=self.precision,
-                  spacing=self.subsample, writer=self.writer, compression=self.compression)
+        """Write one file; ``raw`` is a dict of host fields or a function returning one (a
+        :class:`~thelma_py.host_copy.PendingCopy`, released once the file is written)."""
+        fields = arrays = None
+        try:
+            fields = raw() if callable(raw) else raw
+            arrays = host_fields(fields, self.fields, periodic, crop, self.subsample)
+            origin = tuple(low + (box[0] if crop else 0)
+                           for low, box in zip(lower, crop or [(0, 0)] * len(lower), strict=True))
+            write_vti(target, arrays, origin=origin, names=self.fields, precision=self.precision,
+                      spacing=self.subsample, writer=self.writer, compression=self.compression)
+        finally:
+            fields = arrays = None  # nothing may point into the buffers handed back
+            if hasattr(raw, "release"):
+                raw.release()
         with self._lock:  # files may finish out of order: the index stays sorted by step
             self.written = sorted([entry for entry in self.written if entry[1] != target.name]
                                   + [(step, target.name)])

@@ -300,11 +300,14 @@ def test_scaling_report_renders_measurement_and_model():
     payload = {"device": "NVIDIA H200", "driver": 13000, "cupy": "14.2", "commit": "abc",
                "date": "2026-11-22T02:00:00+00:00", "ranks": 2, "scaling": [record]}
     table = markdown_table(payload)
-    assert "| weak | periodic | float32 | 384×384×768 | 2 | nccl | 50000 | 25000 | 25500 | " \
-           "98.0% | 97.0% |" in table
+    assert "| lbm | weak | periodic | float32 | 384×384×768 | 2 | nccl | 50000 | 25000 | " \
+           "25500 | 98.0% | 97.0% |" in table
     assert "100.0% | 98.7% |" in table
     text = scaling_text(record)
     assert "efficiency 98.0%" in text and "predicted efficiency 98.7% serial" in text
+    assert text.startswith("lbm weak scaling on 2 ranks")
+    fused = scaling_text({**record, "compute": "lwacm-fused"})
+    assert fused.startswith("lwacm-fused weak scaling on 2 ranks")
 
 
 def test_field_plan_moves_every_component_both_ways():

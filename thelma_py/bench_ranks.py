@@ -57,7 +57,11 @@ def _steps_for(cp, comm, engine, target_seconds: float) -> int:
 CASES = ("periodic", "cavity")
 
 
-def build(shape, case: str, precision: str, collision: str, streaming: str, comm):
+COMPUTES = ("lbm", "lwacm", "lwacm-fused")
+
+
+def build(shape, case: str, precision: str, collision: str, streaming: str, comm,
+          compute: str = "lbm"):
     """A Solver of the bench case on the GPU (checks off: only the engine is timed)."""
     import thelma_py as tp
     from thelma_py.geometry import domain
@@ -68,8 +72,13 @@ def build(shape, case: str, precision: str, collision: str, streaming: str, comm
         geo = domain.cavity(shape, (0.05, 0.0, 0.0), lid_face="+z")
     else:
         raise SystemExit(f"--cases {case}: the scaling bench runs {' or '.join(CASES)}")
-    compute = tp.plugin("compute", "lbm", nu=0.02, collision=collision, streaming=streaming)
-    return tp.compose("D3Q19", geo, compute, device="cuda", precision=precision,
+    if compute == "lbm":
+        plugin = tp.plugin("compute", "lbm", nu=0.02, collision=collision, streaming=streaming)
+    elif compute in COMPUTES:
+        plugin = tp.plugin("compute", compute, nu=0.02)
+    else:
+        raise SystemExit(f"--compute {compute}: the scaling bench runs {', '.join(COMPUTES)}")
+    return tp.compose("D3Q19", geo, plugin, device="cuda", precision=precision,
                       check_every=0, comm=comm)
 
 
@@ -122,6 +131,7 @@ def scaling_run(args: argparse.Namespace) -> int:
         raise SystemExit(f"--scaling {scaling!r}: choose one of {', '.join(SCALINGS)}")
     case, precision = args.cases[0], args.precision[0]
     collision, streaming = args.collision[0], args.streaming[0]
+    compute = args.compute[0]
     if streaming != "pull":
         raise SystemExit(f"--streaming {streaming}: distributed GPU runs use pull")
     ranks = comm.size
@@ -134,13 +144,15 @@ def scaling_run(args: argparse.Namespace) -> int:
     devices = comm.gather(f"{env['device']} (GPU {device})", root=0)
     say = print if comm.rank == 0 else (lambda *a, **k: None)
     shape = (size, size, size * ranks) if scaling == "weak" else (size, size, size)
-    say(f"{scaling} scaling, {ranks} ranks on {devices}: D3Q19 {collision} {precision} "
-        f"{streaming} {case}, global {shape}, reference {size}^3 on one GPU")
+    scheme = f"{collision} {streaming}" if compute == "lbm" else compute
+    say(f"{scaling} scaling, {ranks} ranks on {devices}: D3Q19 {scheme} {precision} "
+        f"{case}, global {shape}, reference {size}^3 on one GPU")
 
     # 1. the one-GPU reference, on rank 0 while the others wait
     reference = None
     if comm.rank == 0:
-        solver = build((size,) * 3, case, precision, collision, streaming, MPI.COMM_SELF)
+        solver = build((size,) * 3, case, precision, collision, streaming, MPI.COMM_SELF,
+                       compute)
         steps = _steps_for(cp, None, solver.engine, args.target_seconds)
         reference = statistics.median(_timed_steps(cp, None, solver.engine, steps, 5))
         del solver
@@ -149,7 +161,7 @@ def scaling_run(args: argparse.Namespace) -> int:
     reference = comm.bcast(reference, root=0)
 
     # 2. distributed: overlapped, serial, exchange alone
-    solver = build(shape, case, precision, collision, streaming, comm)
+    solver = build(shape, case, precision, collision, streaming, comm, compute)
     engine, box = solver.engine, solver.rank_box
     steps = _steps_for(cp, comm, engine, args.target_seconds)
     step_overlap = statistics.median(_timed_steps(cp, comm, engine, steps, 5))
@@ -171,7 +183,11 @@ def scaling_run(args: argparse.Namespace) -> int:
     itemsize = np.dtype(precision).itemsize
     face_nodes = box.shape[0] * box.shape[1]
     faces = sum(1 for t in engine.exchange.plan if t.to >= 0)  # one outgoing message each
-    per_face = parallel.halo_bytes(solver.lattice, face_nodes, itemsize)
+    if engine.fields:  # whole node records cross (single-step LW-ACM)
+        per_node = src.size // int(np.prod(engine.engine.shape))
+        per_face = 2 * per_node * face_nodes * itemsize
+    else:
+        per_face = parallel.halo_bytes(solver.lattice, face_nodes, itemsize)
     sent = faces * per_face // 2  # bytes this rank sends per step
     link = link_model(cp, engine.exchange, sent)
     engine.exchange.close()
@@ -184,8 +200,8 @@ def scaling_run(args: argparse.Namespace) -> int:
     mlups_reference = size ** 3 / reference / 1e6
     record = {
         "scaling": scaling, "ranks": ranks, "dims": list(box.decomposition.dims),
-        "case": case, "lattice": "D3Q19", "collision": collision, "precision": precision,
-        "streaming": streaming, "size": size, "global_shape": list(shape),
+        "compute": compute, "case": case, "lattice": "D3Q19", "collision": collision,
+        "precision": precision, "streaming": streaming, "size": size, "global_shape": list(shape),
         "halo": type(engine.exchange).name, "devices": devices,
         "mlups_total": mlups_total, "mlups_per_gpu": mlups_total / ranks,
         "mlups_reference": mlups_reference,
@@ -213,7 +229,8 @@ def scaling_text(r: dict) -> str:
     link = (f"{r['link_bandwidth_GBs']:.0f} GB/s, {r['link_latency_us']:.1f} µs latency"
             if r["link_bandwidth_GBs"] else "not measured (no NCCL): exchange time used")
     return "\n".join([
-        f"{r['scaling']} scaling on {r['ranks']} ranks ({'x'.join(map(str, r['dims']))}, halo "
+        f"{r.get('compute', 'lbm')} {r['scaling']} scaling on {r['ranks']} ranks "
+        f"({'x'.join(map(str, r['dims']))}, halo "
         f"over {r['halo']}): {r['mlups_total']:.0f} MLUPS total, {r['mlups_per_gpu']:.0f} per "
         f"GPU, one GPU {r['mlups_reference']:.0f}: efficiency {r['efficiency']:.1%} "
         f"(without overlap {r['efficiency_serial']:.1%})",
@@ -233,14 +250,15 @@ def scaling_table(payload: dict) -> str:
              f"{payload['driver']}, CuPy {payload['cupy']}), commit {payload['commit']}, "
              f"{payload['date']}, {payload['ranks']} ranks.",
              "",
-             "| scaling | case | precision | global | ranks | halo | MLUPS total | MLUPS/GPU | "
+             "| compute | scaling | case | precision | global | ranks | halo | MLUPS total | "
+             "MLUPS/GPU | "
              "one GPU | efficiency | no overlap | exchange ms | step ms | halo MB/face | "
              "link GB/s | model: overlap | model: serial |",
-             "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in payload["scaling"]:
         bw = f"{r['link_bandwidth_GBs']:.0f}" if r["link_bandwidth_GBs"] else "-"
         lines.append(
-            f"| {r['scaling']} | {r['case']} | {r['precision']} | "
+            f"| {r.get('compute', 'lbm')} | {r['scaling']} | {r['case']} | {r['precision']} | "
             f"{'×'.join(map(str, r['global_shape']))} | {r['ranks']} | {r['halo']} | "
             f"{r['mlups_total']:.0f} | {r['mlups_per_gpu']:.0f} | {r['mlups_reference']:.0f} | "
             f"{r['efficiency']:.1%} | {r['efficiency_serial']:.1%} | {r['exchange_ms']:.3f} | "

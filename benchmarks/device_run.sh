@@ -43,6 +43,12 @@ for part in "$@"; do
       timeout 150 $bench $single --compute lbm,lwacm-fused --streaming aa --sizes 64 \
         --cases periodic --largest \
         --json "$out/largest.json" | tail -n 4;;
+    largestfused)  # single-step LW-ACM at 1024^3 (the host builds 2^30 node tags in ~2.5 min)
+      timeout 420 $bench $single --compute lwacm-fused --sizes 64 --cases periodic --largest \
+        --largest-memory 41 --json "$out/largest_fused.json" | tail -n 4;;
+    outnone)  # VTK every 100 steps at 256^3, raw files into the temporary directory (issue 6)
+      timeout 150 $bench $single --sizes 256 --cases cavity --output-every 100 \
+        --output-compression none --output-steps 2000 --json "$out/output.json" | tail -n 6;;
     porous)  # sparse against dense storage (issue 9)
       timeout 240 $bench $single --streaming pull,aa --cases porous --sizes 256 --storage dense,sparse \
         --fluid-fraction 0.1,0.3,0.6 --json "$out/porous.json" | tail -n 16;;

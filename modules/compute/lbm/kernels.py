@@ -169,7 +169,7 @@ __device__ __forceinline__ int wall_id(int X, int Y, int Z, int nx, int ny, int 
     if (periodic & 2) Y = (Y + ny) % ny;
     if (periodic & 4) Z = (Z + nz) % nz;
     if (X >= 0 && X < nx && Y >= 0 && Y < ny && Z >= 0 && Z < nz)
-        return (int)((tags[X + nx * (Y + ny * Z)] >> TAG_BC_SHIFT) & TAG_BC_MASK);
+        return (int)((tags[X + (size_t)nx * (Y + (size_t)ny * Z)] >> TAG_BC_SHIFT) & TAG_BC_MASK);
     const int ox = X < edge_bc[27] ? 0 : (X > edge_bc[28] ? 2 : 1);
     const int oy = Y < edge_bc[29] ? 0 : (Y > edge_bc[30] ? 2 : 1);
     const int oz = Z < edge_bc[31] ? 0 : (Z > edge_bc[32] ? 2 : 1);

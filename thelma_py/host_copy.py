@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
+
+POLL_SECONDS = 0.0005
+"""How often an output thread looks whether its copy has arrived."""
 
 
 class PendingCopy:
@@ -31,7 +35,10 @@ class PendingCopy:
         if self._arrays is None:
             raise RuntimeError("this host copy was released; take a new one")
         if self._done is not None:
-            self._done.synchronize()
+            # poll rather than block in the driver: a thread blocked there may hold the GIL
+            # and with it the thread that launches the solver's steps
+            while not self._done.done:
+                time.sleep(POLL_SECONDS)
         out = {name: np.moveaxis(array, -1, 0) if name in self._interleave else array
                for name, array in self._arrays.items()}
         return {**out, **self._extra}
@@ -117,8 +124,9 @@ class HostCopier:
             host = self._pinned(layout)
         ready = cp.cuda.get_current_stream().record()
         self._stream.wait_event(ready)
-        for name, array in snapshot.items():
-            cp.asnumpy(array, stream=self._stream, out=host[name], blocking=False)
+        for name, array in snapshot.items():  # straight to the driver: never synchronous
+            cp.cuda.runtime.memcpyAsync(host[name].ctypes.data, array.data.ptr, array.nbytes,
+                                        cp.cuda.runtime.memcpyDeviceToHost, self._stream.ptr)
         done = self._done = self._stream.record()
         return PendingCopy(host, done, interleave, self._give_back_to(layout), extra)
 

@@ -70,6 +70,10 @@ for part in "$@"; do
         grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Shared Memory Config|Block Limit" \
           "$out/ncu_$1.txt" | head -12
       done;;
+    outtests)  # GPU tests of the output path (host copies, VTK, run management)
+      THELMA_REQUIRE_GPU=1 timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        tests/test_gpu_run_management.py tests/test_vtk.py > "$out/gpu_tests_output.log" 2>&1
+      echo "output gpu tests status $?"; tail -n 5 "$out/gpu_tests_output.log";;
     lwtests)  # GPU tests of the LW-ACM engines only (CUDA against NumPy)
       THELMA_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider \
         tests/test_gpu_lwacm.py > "$out/gpu_tests_lwacm.log" 2>&1

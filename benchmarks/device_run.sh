@@ -45,7 +45,7 @@ for part in "$@"; do
         --json "$out/largest.json" | tail -n 4;;
     largestfused)  # single-step LW-ACM at 1024^3 (the host builds 2^30 node tags in ~2.5 min)
       timeout 420 $bench $single --compute lwacm-fused --sizes 64 --cases periodic --largest \
-        --largest-memory 41 --json "$out/largest_fused.json" | tail -n 4;;
+        --memory-limit-gb 41 --json "$out/largest_fused.json" | tail -n 4;;
     outnone)  # VTK every 100 steps at 256^3, raw files into the temporary directory (issue 6)
       timeout 150 $bench $single --sizes 256 --cases cavity --output-every 100 \
         --output-compression none --output-steps 2000 --json "$out/output.json" | tail -n 6;;

@@ -101,13 +101,15 @@ def test_values_vary_along_the_right_axes(tmp_path, node_shape, lower):
     assert (got["kind"][..., 0] == 2).all() and (got["kind"][..., 1:] == 1).all()
 
 
-def test_files_are_compressed_appended_binary(tmp_path):
+@pytest.mark.parametrize("compression", [None, "zlib"])
+def test_files_are_appended_binary_raw_by_default_or_compressed(tmp_path, compression):
     solver = FakeSolver(axis_fields((4, 5)), (0, 0))
-    writer = VtkWriter(path=tmp_path, fields=("rho",), precision="float64")
+    extra = {} if compression is None else {"compression": compression}
+    writer = VtkWriter(path=tmp_path, fields=("rho",), precision="float64", **extra)
     writer(solver)
     writer.flush()
     head = (tmp_path / "fields_00000000.vti").read_bytes()[:2000]
-    assert b'compressor="vtkZLibDataCompressor"' in head
+    assert (b'compressor="vtkZLibDataCompressor"' in head) == (compression == "zlib")
     assert b'<AppendedData encoding="raw">' in head
     _, got = read_vti(tmp_path / "fields_00000000.vti")
     assert list(got) == ["rho"] and got["rho"].dtype == np.float64

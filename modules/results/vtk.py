@@ -293,11 +293,13 @@ class VtkWriter:
     writer: str = attrs.field(default="builtin", validator=attrs.validators.in_(WRITERS))
     """"builtin": this package's XML writer, compressing on all cores (fast enough for a GPU
     run); "vtk": the vtk package's writer (one core). Both write the same format."""
-    compression: str = attrs.field(default="zlib",
+    compression: str = attrs.field(default="none",
                                    validator=attrs.validators.in_(vtk_xml.COMPRESSIONS))
-    """"zlib" or "none" (larger files, least time); the vtk writer always compresses."""
+    """"none" (default: keeps pace with a GPU) or "zlib" (LBM fields are noisy floats: about a
+    quarter smaller, for several times the writing time); the vtk writer always compresses."""
     background: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
-    """Write from a host copy on a worker thread (queue of 2) while the run goes on."""
+    """Write from a host copy on worker threads (:data:`WRITE_THREADS`, at most
+    :data:`QUEUE_DEPTH` files queued) while the run goes on."""
     written: list[tuple[int, str]] = attrs.field(factory=list, init=False, repr=False)
     """(time step, file name) of every file written so far, in order."""
     _ready: bool = attrs.field(default=False, init=False, repr=False)

@@ -151,12 +151,14 @@ def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
     ("float64", "zperiodic", "overlap", "auto", "lbm"),
     ("float32", "zperiodic", "serial", "auto", "lbm"),
     ("float64", "lid", "overlap", "1x2x1", "lbm"),  # a y cut: packed layers
-    # LW-ACM: exchange, then one launch over the grown box
+    # two-step LW-ACM: exchange, then one launch over the grown box
     ("float64", "lid", "serial", "auto", "lwacm"),
     ("float32", "zperiodic", "serial", "1x2x1", "lwacm"),
+    # single step: the LBM schedule (interior overlapped with the exchange of whole records)
     ("float64", "lid", "serial", "auto", "lwacm-fused"),  # records sent in place
-    ("float32", "zperiodic", "serial", "auto", "lwacm-fused"),
-    ("float64", "lid", "serial", "1x2x1", "lwacm-fused"),  # packed records
+    ("float64", "lid", "overlap", "auto", "lwacm-fused"),
+    ("float32", "zperiodic", "overlap", "auto", "lwacm-fused"),
+    ("float64", "lid", "overlap", "1x2x1", "lwacm-fused"),  # packed records, a y cut
 ])
 def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode, dims, scheme):
     if gpu_count() < 2:
@@ -168,7 +170,7 @@ def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode, dim
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("mode", "scheme"), [("overlap", "lbm"), ("serial", "lwacm"),
-                                              ("serial", "lwacm-fused")])
+                                              ("overlap", "lwacm-fused")])
 def test_two_ranks_sharing_one_gpu_equal_one_gpu_bit_for_bit(mode, scheme):
     if gpu_count() < 1:
         pytest.skip("needs a GPU")
@@ -249,6 +251,7 @@ def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers
     engine = object.__new__(CudaLbm)
     engine.cp = SimpleNamespace(cuda=_FakeCuda)
     engine.buffers, engine.current, engine._halo_stream = ["A", "B"], 0, None
+    engine.scheme = "pull"
     engine._cut, engine._layers = "planes", layers
 
     def launch(store, advance=True, rows=None, planes=None):
@@ -412,6 +415,7 @@ def test_lwacm_engines_exchange_what_their_rule_reads(fused):
     gpu = object.__new__(cuda_class)
     gpu.lattice, gpu.current = lattice, 1
     grown = tuple(reversed(box.grown_shape))
+    gpu.nz, gpu.ny = grown[0], grown[1]
     gpu.buffers = [np.zeros((*grown, 4) if fused else (lattice.q, *grown)) for _ in range(2)]
     (held,) = gpu.halo_arrays()
     assert held.shape == ((1, *grown, 4) if fused else (lattice.q, *grown))

@@ -154,3 +154,27 @@ def test_host_cuda_two_step_state_is_f_and_j(host_gpu, precision):  # noqa: F811
     old = {"f": gpu.state()["f"], "rho": rho, "u": u}
     with pytest.raises(ValueError, match="checkpoint has no 'j'"):
         gpu.load_state(old)
+
+
+@pytest.mark.parametrize(("case", "cut"), [("lid", "planes"), ("lid", "rows"), ("2d", "rows")])
+def test_host_cuda_single_step_in_parts_equals_one_launch(host_gpu, case, cut):  # noqa: F811
+    """What an overlapped distributed step launches (the interior layers, then the first and
+    last owned layer) gives the records of one launch over the same layers, bit for bit."""
+    lattice = LATTICES["D3Q19" if case != "2d" else "D2Q9"]
+    geo = geometry(case)
+    tags = geo.evaluate(lattice)
+    engines = []
+    for _ in range(2):
+        engine = LwacmFused(nu=0.03).create(lattice, tags, host_gpu, np.dtype("float64"))
+        initialize(engine, geo, (0,) * geo.dim, geo.shape)
+        engines.append(engine)
+    whole, parts = engines
+    layers = whole.nz if cut == "planes" else whole.ny
+    for _ in range(3):
+        whole._launch(True, **{cut: (1, layers - 2)})
+        parts._launch(True, advance=False, **{cut: (2, layers - 4)})
+        parts._launch(True, advance=False, **{cut: (1, 1)})
+        parts._launch(True, **{cut: (layers - 2, 1)})
+    for a, b in zip(whole.macroscopic(), parts.macroscopic(), strict=True):
+        np.testing.assert_array_equal(np.array(a), np.array(b))
+    assert np.abs(np.array(whole.macroscopic()[1])).max() > 1e-3

@@ -287,7 +287,7 @@ class CudaLbm(ComputeEngine):
         last = self._layers - 1
         for k in range(n):
             store = k == n - 1
-            src = self.buffers[self.current]
+            src = self.halo_arrays()[0]
             main = cp.cuda.get_current_stream()
             if not overlap:
                 exchange.exchange(src, main)

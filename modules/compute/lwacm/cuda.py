@@ -243,19 +243,46 @@ class CudaLwacmFused(_CudaBase):
         and goes over NCCL in place."""
         return [self.buffers[self.current][None]]
 
-    def _launch(self, store: bool) -> None:
+    def _launch(self, store: bool, advance: bool = True, rows: tuple[int, int] | None = None,
+                planes: tuple[int, int] | None = None) -> None:
+        """One step kernel on the current stream; ``rows``/``planes`` = (first, count) limit it
+        to part of the y rows / z planes (y rows in 2D: the march axis there), ``advance``
+        False keeps the buffer parity (the caller launches the other parts of the step)."""
         px, py = self.block
-        columns = (-(-self.nx // px), -(-self.ny // py)) if self.lattice.d == 3 else (
-            -(-self.nx // px),)
-        march = self.nz if self.lattice.d == 3 else self.ny
-        grid = (*columns, -(-march // self.chunk))
-        grid = grid + (1,) * (3 - len(grid))
+        three = self.lattice.d == 3
+        march_extent = self.nz if three else self.ny
+        row_first, row_count = (rows if three and rows else (0, self.ny))
+        march_first, march_count = planes if three and planes else (
+            rows if not three and rows else (0, march_extent))
+        grid = (-(-self.nx // px), -(-row_count // py) if three else 1,
+                -(-march_count // self.chunk))
+        if not three:
+            grid = (grid[0], grid[2], 1)
         args = (self.buffers[self.current], self.buffers[1 - self.current],
                 self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
                 self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz),
-                np.int32(self.chunk))
+                np.int32(self.chunk), np.int32(row_first), np.int32(row_first + row_count),
+                np.int32(march_first), np.int32(march_first + march_count))
         self.kernels[store](grid, (px, py, 1), args)
-        self.current = 1 - self.current
+        if advance:
+            self.current = 1 - self.current
+
+    def distribute(self, box) -> None:
+        """Run on the grown box of ``box``; :meth:`step_distributed` then updates the owned
+        layers only, the interior overlapped with the exchange of the records."""
+        super().distribute(box)
+        self._cut = check_gpu_box(box, self.lattice)
+        self._layers = self.nz if self._cut == "planes" else self.ny
+        if self._layers < 3:
+            raise ValueError(f"a rank needs at least one owned layer along the cut, got "
+                             f"{self._layers - 2}")
+        self._halo_stream = None
+
+    # the LBM engine's schedule: interior [2, L − 2) on the current stream while the exchange
+    # and then the boundary layers 1 and L − 2 run on a second one (or, without overlap, the
+    # exchange and then one launch over [1, L − 1)); ghost layers are never updated
+    step_distributed = CudaLbm.step_distributed
+    _get_halo_stream = CudaLbm._get_halo_stream
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write (the other records) with NaN."""

@@ -204,14 +204,15 @@ extern "C" __global__ void __launch_bounds__({bounds}) lwacm_fused_step(
     const node_t* __restrict__ src, node_t* __restrict__ dst,
     const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,
     const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,
-    real_t kappa, int nx, int ny, int nz, int chunk)
+    real_t kappa, int nx, int ny, int nz, int chunk,
+    int row_first, int row_last, int march_first, int march_last)
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
     const int x0 = blockIdx.x * PX;
-    {"const int y0 = blockIdx.y * PY;" if three else "// 2D: the plane is one row along x"}
-    const int march_begin = blockIdx.{"z" if three else "y"} * chunk;
-    const int march_end = min(march_begin + chunk, {m_extent});
+    {"const int y0 = row_first + blockIdx.y * PY;" if three else "(void)row_first;"}
+    const int march_begin = march_first + blockIdx.{"z" if three else "y"} * chunk;
+    const int march_end = min(march_begin + chunk, march_last);
     // where this thread stages from: in-plane offsets of its halo-tile cells, once per block
     size_t from[STAGE_ROUNDS];
     bool stored[STAGE_ROUNDS];
@@ -255,7 +256,7 @@ extern "C" __global__ void __launch_bounds__({bounds}) lwacm_fused_step(
         const node_t* __restrict__ mid = ring + (below + 1 < RING ? below + 1 : 0) * PLANE;
         const node_t* __restrict__ hi = ring + (below + 2 < RING ? below + 2 : below + 2 - RING)
                                                * PLANE;
-        if (x < nx && y < ny) {{
+        if (x < nx && {"y < row_last" if three else "y < ny"}) {{
             const size_t n = x + (size_t)nx * (y + (size_t)ny * z);
             const size_t row = y + (size_t)ny * z;
             const unsigned char flag = tile_flags[(x / TILE) + (size_t)tiles_x * row];

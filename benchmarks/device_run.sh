@@ -49,6 +49,12 @@ for part in "$@"; do
     outnone)  # VTK every 100 steps at 256^3, raw files into the temporary directory (issue 6)
       timeout 150 $bench $single --sizes 256 --cases cavity --output-every 100 \
         --output-compression none --output-steps 2000 --json "$out/output.json" | tail -n 6;;
+    outzlib)  # the same with zlib compression
+      timeout 150 $bench $single --sizes 256 --cases cavity --output-every 100 \
+        --output-compression zlib --output-steps 2000 --json "$out/output_zlib.json" | tail -n 6;;
+    tgvfused)  # 3D Taylor-Green, Re 1600, the single-step LW-ACM only
+      timeout 200 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --schemes lwacm-fused \
+        --out "$out/tgv3d_fused.json" | tail -n 8;;
     porous)  # sparse against dense storage (issue 9)
       timeout 240 $bench $single --streaming pull,aa --cases porous --sizes 256 --storage dense,sparse \
         --fluid-fraction 0.1,0.3,0.6 --json "$out/porous.json" | tail -n 16;;

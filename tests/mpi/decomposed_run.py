@@ -1,11 +1,11 @@
 """Run under mpiexec: a decomposed run against the single-domain run, bit for bit.
 
     mpiexec -n 4 python tests/mpi/decomposed_run.py 2x2 D2Q9 mrt [OUT_DIR]
-prints 'identical' on rank 0 and exits 0, or exits 1 naming the first difference. The scheme
-is an LBM collision (bgk, trt, mrt) or an LW-ACM plug-in (lwacm, lwacm-fused). Compared: ρ, u,
-the state (f of LBM, f* and j of the two-step LW-ACM) on fluid nodes, and ρ on the output piece
-(owned nodes and the seam layer of the + neighbour). With OUT_DIR, the decomposed run also
-writes VTK pieces and a .pvti there.
+prints 'identical' and the decomposition used on rank 0 and exits 0, or exits 1 naming the first
+difference. The scheme is an LBM collision (bgk, trt, mrt) or an LW-ACM plug-in (lwacm,
+lwacm-fused). Compared: ρ, u, the state (f of LBM, f* and j of the two-step LW-ACM) on fluid
+nodes, and ρ on the output piece (owned nodes and the seam layer of the + neighbour). With
+OUT_DIR, the decomposed run also writes VTK pieces and a .pvti there.
 """
 
 import sys
@@ -68,7 +68,8 @@ def main(dims: str, lattice: str, scheme: str, out: str = "", steps: int = 60) -
                 print(f"different: {name} in sub-box lower={part[0]} shape={part[1]}, "
                       f"max |diff| = {diff:.3e}")
                 return 1
-    print(f"identical: {dims} {lattice} {scheme}, {comm.size} ranks, {steps} steps")
+    used = "x".join(map(str, box.decomposition.dims))
+    print(f"identical: {dims} {lattice} {scheme}, {comm.size} ranks as {used}, {steps} steps")
     return 0
 
 

@@ -4,7 +4,7 @@ The MPI tests start `mpiexec` (MPICH from PyPI in CI) on tests/mpi/decomposed_ru
 compares every rank's sub-box after 60 steps with a single-domain run of the same set-up:
 walls beyond the faces, a moving lid, a moving solid sphere and periodic axes; LBM and both
 LW-ACM schemes (the two-step one exchanges the crossing f*, the single-step one whole (ρ, u)
-nodes).
+nodes). Up to 8 ranks: MPICH's mpiexec oversubscribes the cores without being asked.
 """
 
 from __future__ import annotations
@@ -116,6 +116,10 @@ def run_decomposed(ranks: int, *args: str) -> subprocess.CompletedProcess:
     return result
 
 
+AUTO = {(4, "D3Q27"): "2x2x1", (8, "D3Q19"): "2x2x2"}
+"""choose_dims of the 18×14×12 box of decomposed_run.py (its 'auto' cases below)."""
+
+
 @pytest.mark.parametrize(("ranks", "dims", "lattice", "scheme"), [
     (2, "2x1", "D2Q9", "mrt"),
     (2, "1x2", "D2Q9", "trt"),
@@ -145,9 +149,6 @@ def test_decomposed_run_equals_single_domain_bit_for_bit(ranks, dims, lattice, s
     used = AUTO.get((ranks, lattice), dims) if dims == "auto" else dims
     assert f"identical: {dims} {lattice} {scheme}, {ranks} ranks as {used}," in result.stdout
 
-
-AUTO = {(4, "D3Q27"): "2x2x1", (8, "D3Q19"): "2x2x2"}
-"""choose_dims of the 18×14×12 box of decomposed_run.py (the 'auto' cases above)."""
 
 
 def test_parallel_vtk_pieces_open_as_one_data_set(tmp_path):

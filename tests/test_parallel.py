@@ -150,7 +150,6 @@ def test_decomposed_run_equals_single_domain_bit_for_bit(ranks, dims, lattice, s
     assert f"identical: {dims} {lattice} {scheme}, {ranks} ranks as {used}," in result.stdout
 
 
-
 def test_parallel_vtk_pieces_open_as_one_data_set(tmp_path):
     vtk = pytest.importorskip("vtkmodules.vtkIOXML")
     from vtkmodules.util.numpy_support import vtk_to_numpy

@@ -55,6 +55,11 @@ for part in "$@"; do
     tgvfused)  # 3D Taylor-Green, Re 1600, the single-step LW-ACM only
       timeout 200 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --schemes lwacm-fused \
         --out "$out/tgv3d_fused.json" | tail -n 8;;
+    cavity3d)  # both LW-ACM schemes against LBM MRT, 3D cavity Re 100 on 64^3 (issue 4)
+      THELMA_REQUIRE_GPU=1 timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        tests/test_gpu_lwacm.py -k 3d_cavity 2>&1 | tail -n 3
+      timeout 200 python3 -m thelma_py validate --device cuda --only cavity3d \
+        --out "$out/validation_cavity3d" | tail -n 3;;
     porous)  # sparse against dense storage (issue 9)
       timeout 240 $bench $single --streaming pull,aa --cases porous --sizes 256 --storage dense,sparse \
         --fluid-fraction 0.1,0.3,0.6 --json "$out/porous.json" | tail -n 16;;

@@ -17,6 +17,7 @@ import pytest
 
 import thelma_py as tp
 from tests.test_validation import REFERENCE, cavity, poiseuille, taylor_green
+from thelma_py import validation
 from thelma_py.units import viscosity_from_tau
 from thelma_py.validation import amplitude_series, fitted_decay_rate
 
@@ -85,3 +86,15 @@ def test_poiseuille_converges_at_second_order():
         assert -2.1 <= slope <= -1.9, (scheme, slope, errors)
         assert 1e-2 < errors[scheme][0] < 3e-2 and errors[scheme][-1] < 2e-3, errors
     np.testing.assert_allclose(errors["lwacm"], errors["lwacm-fused"], rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_3d_cavity_velocity_follows_lbm_mrt_on_a_coarse_grid():
+    """The issue's check (64³, Re = 100, within 2% of U in L2) runs on the GPU
+    (tests/test_gpu_lwacm.py, `thelma validate --only cavity3d`). On the CPU: 12³ at Re = 10,
+    both schemes within 4.5% of U of the MRT field (measured 3.73% for both: the schemes differ
+    at second order in dx, which is 1/12 here; at 16³ the difference falls to 2.68%)."""
+    result = validation.cavity3d_schemes(device="cpu", n=12, reynolds=10.0)
+    assert set(result["schemes"]) == {"lwacm", "lwacm-fused"}
+    for scheme, measure in result["schemes"].items():
+        assert 0.01 < measure["l2"] < 0.045, (scheme, measure)

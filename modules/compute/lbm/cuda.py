@@ -267,6 +267,11 @@ class CudaLbm(ComputeEngine):
         update the owned layers only (never the ghost layers), and
         :meth:`step_distributed` overlaps the interior with the exchange."""
         self._check_distributable()
+        self._plan_layers(box)
+
+    def _plan_layers(self, box) -> None:
+        """The cut axis ('planes': z, 'rows': y) and the layers along it, for
+        :meth:`step_distributed`."""
         self._cut = check_gpu_box(box, self.lattice)
         self._layers = self.nz if self._cut == "planes" else self.ny
         if self._layers < 3:

@@ -271,18 +271,14 @@ class CudaLwacmFused(_CudaBase):
         """Run on the grown box of ``box``; :meth:`step_distributed` then updates the owned
         layers only, the interior overlapped with the exchange of the records."""
         super().distribute(box)
-        self._cut = check_gpu_box(box, self.lattice)
-        self._layers = self.nz if self._cut == "planes" else self.ny
-        if self._layers < 3:
-            raise ValueError(f"a rank needs at least one owned layer along the cut, got "
-                             f"{self._layers - 2}")
-        self._halo_stream = None
+        self._plan_layers(box)
 
     # the LBM engine's schedule: interior [2, L − 2) on the current stream while the exchange
     # and then the boundary layers 1 and L − 2 run on a second one (or, without overlap, the
     # exchange and then one launch over [1, L − 1)); ghost layers are never updated
     step_distributed = CudaLbm.step_distributed
     _get_halo_stream = CudaLbm._get_halo_stream
+    _plan_layers = CudaLbm._plan_layers
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write (the other records) with NaN."""

@@ -16,7 +16,6 @@ import numpy as np
 
 from thelma_py import validation as v
 
-
 BLOW_UP_MARGIN = 0.5
 """Time (t*) before the first non-finite energy from which a diverged run's samples are left
 out: the blow-up grows over the last few samples."""

@@ -140,3 +140,32 @@ def test_taylor_green_decay_rate(collision):
     rate = fitted_decay_rate(*amplitude_series(solver, skip=100, samples=11, stride=50))
     exact = taylor_green.decay_rate(n, nu)
     assert abs(rate / exact - 1.0) < 0.01, (rate, exact)
+
+
+def _tgv_plot_module():
+    spec = importlib.util.spec_from_file_location("tgv3d_plot",
+                                                  ROOT / "benchmarks" / "tgv3d_plot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not (REFERENCE / "tgv_re1600_spectral512_dissipation.csv").is_file(),
+                    reason="the TGV reference data are not in ../shared/reference")
+def test_tgv3d_summary_of_finished_and_diverged_runs():
+    """A run whose energy falls as exp(−(t/6)²) has its dissipation peak at t = 6/√2; cut by a
+    blow-up at t = 7 it keeps only the samples before t = 6.5 (still past the peak), and cut at
+    t = 4.5 (before the peak) it says so."""
+    plot = _tgv_plot_module()
+    t = np.linspace(0.0, 12.0, 241)
+    energy = 0.125 * np.exp(-((t / 6.0) ** 2))
+    run = {"t": list(t), "E_k": list(energy), "enstrophy": list(energy), "reynolds": 1600.0,
+           "diverged_at": None}
+    whole = plot.summarise(run)
+    assert whole["peak_time"] == pytest.approx(6.0 / math.sqrt(2.0), abs=0.06)
+    assert whole["peak_seen"]
+    cut = plot.summarise({**run, "diverged_at": 7.0})
+    assert cut["t"][-1] < 6.5 and cut["peak_seen"]
+    assert cut["peak"] == pytest.approx(whole["peak"], rel=1e-3)
+    early = plot.summarise({**run, "diverged_at": 4.5})
+    assert not early["peak_seen"]

@@ -48,22 +48,28 @@ __device__ __forceinline__ bool halo_index(int& g, int n, int periodic)
 }
 
 // Global to shared memory without registers (cp.async, sm_80+): 16 bytes, zeros where !valid.
-// The host stand-in of the tests copies at once.
+// Older GPUs copy through registers (the ring then fills synchronously, still correct: the
+// barrier after each plane orders it); the host stand-in of the tests copies bytes.
+#if !defined(THELMA_HOST_THREADS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define THELMA_CP_ASYNC 1
+#endif
 __device__ __forceinline__ void copy16(void* to, const void* from, bool valid)
 {
-#ifdef THELMA_HOST_THREADS
-    for (int b = 0; b < 16; ++b)
-        ((char*)to)[b] = valid ? ((const char*)from)[b] : 0;
-#else
+#if defined(THELMA_CP_ASYNC)
     const unsigned shared = (unsigned)__cvta_generic_to_shared(to);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n"
                  :: "r"(shared), "l"(from), "r"(valid ? 16 : 0));
+#elif defined(THELMA_HOST_THREADS)
+    for (int b = 0; b < 16; ++b)
+        ((char*)to)[b] = valid ? ((const char*)from)[b] : 0;
+#else
+    *(uint4*)to = valid ? *(const uint4*)from : make_uint4(0u, 0u, 0u, 0u);
 #endif
 }
 
 __device__ __forceinline__ void copies_issued()
 {
-#ifndef THELMA_HOST_THREADS
+#if defined(THELMA_CP_ASYNC)
     asm volatile("cp.async.commit_group;\\n" ::);
 #endif
 }
@@ -71,7 +77,7 @@ __device__ __forceinline__ void copies_issued()
 // wait until all but the newest group of copies have landed
 __device__ __forceinline__ void copies_landed_but_newest()
 {
-#ifndef THELMA_HOST_THREADS
+#if defined(THELMA_CP_ASYNC)
     asm volatile("cp.async.wait_group 1;\\n" ::);
 #endif
 }

@@ -48,8 +48,8 @@ __device__ __forceinline__ bool halo_index(int& g, int n, int periodic)
 }
 
 // Global to shared memory without registers (cp.async, sm_80+): 16 bytes, zeros where !valid.
-// Older GPUs copy through registers (the ring then fills synchronously, still correct: the
-// barrier after each plane orders it); the host stand-in of the tests copies bytes.
+// Older GPUs and the host stand-in of the tests copy through registers (the ring then fills
+// synchronously, still correct: the barrier after each plane orders it).
 #if !defined(THELMA_HOST_THREADS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define THELMA_CP_ASYNC 1
 #endif
@@ -59,11 +59,9 @@ __device__ __forceinline__ void copy16(void* to, const void* from, bool valid)
     const unsigned shared = (unsigned)__cvta_generic_to_shared(to);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n"
                  :: "r"(shared), "l"(from), "r"(valid ? 16 : 0));
-#elif defined(THELMA_HOST_THREADS)
-    for (int b = 0; b < 16; ++b)
-        ((char*)to)[b] = valid ? ((const char*)from)[b] : 0;
 #else
-    *(uint4*)to = valid ? *(const uint4*)from : make_uint4(0u, 0u, 0u, 0u);
+    for (int w = 0; w < 4; ++w)
+        ((unsigned*)to)[w] = valid ? ((const unsigned*)from)[w] : 0u;
 #endif
 }
 

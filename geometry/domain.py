@@ -444,27 +444,29 @@ class Geometry:
         inner = (slice(1, -1),) * self.dim
         solid = halo_solid[inner]
         layout = TagLayout(lattice)
-        links = np.zeros(solid.shape, dtype=np.uint64)
+        # arrays of a node's size, not 8 bytes per node (a 10^9-node domain is built on a host)
+        word = layout.dtype.type
+        links = np.zeros(solid.shape, dtype=layout.dtype)
         for i in range(1, lattice.q if halo_solid.any() else 1):
             # upstream node x - c_i, read from the halo array (array axes are reversed)
             window = tuple(slice(1 - c, 1 - c + n) for c, n in
                            zip(reversed(lattice.c[i].tolist()), reversed(shape), strict=True))
-            links |= halo_solid[window].astype(np.uint64) << np.uint64(i - 1)
-        links = np.where(solid, np.uint64(0), links)
-        kind = np.where(solid, int(NodeKind.WALL), int(NodeKind.FLUID))
+            links |= halo_solid[window].astype(layout.dtype) << word(i - 1)
+        links[solid] = 0
+        kind = np.where(solid, np.uint8(NodeKind.WALL), np.uint8(NodeKind.FLUID))
         node_bc = halo_bc[inner].copy()
         open_table = np.full((len(self._rows), 2), -1, dtype=np.int32)
         values = []
         coords = self._coords(lower, shape)
-        slip_mask = np.zeros(solid.shape, dtype=np.int64)
+        slip_mask = np.zeros(solid.shape if self._open else (), dtype=np.uint8)  # 6 face bits
         for face, spec in self._open.items():  # later faces own the nodes they share
             axis, side = _face_axis(face, self.dim)
             layer = 0 if side < 0 else self.shape[axis] - 1
             on_face = np.broadcast_to(coords[axis] == layer, solid.shape) & ~solid
             if spec.kind is NodeKind.FREE_SLIP:
-                slip_mask |= on_face.astype(np.int64) << FACES.index(face)
-            kind = np.where(on_face, int(spec.kind), kind)
-            node_bc = np.where(on_face, spec.bc_id, node_bc).astype(np.uint8)
+                slip_mask |= on_face.astype(np.uint8) << np.uint8(FACES.index(face))
+            kind[on_face] = np.uint8(spec.kind)
+            node_bc[on_face] = np.uint8(spec.bc_id)
             plane = list(coords)
             plane[axis] = np.full((1,) * self.dim, float(layer))
             open_table[spec.bc_id] = (FACES.index(face), sum(len(v) for v in values))

@@ -93,13 +93,17 @@ class TagLayout:
 
     def encode(self, kind, bc_id=0, links=0) -> np.ndarray:
         """Pack kind, boundary id and a link bitmask (bit i-1 for direction i) into tag words."""
-        kind = np.asarray(kind, dtype=np.uint64)
-        bc_id = np.asarray(bc_id, dtype=np.uint64)
-        links = np.asarray(links, dtype=np.uint64)
+        dtype = self.dtype
+        bc_id = np.asarray(bc_id)
         if (bc_id > MAX_BC_ID).any():
             raise ValueError(f"boundary id above {MAX_BC_ID}: the tag word has {BC_ID_BITS} bits")
-        word = kind | (bc_id << np.uint64(BC_ID_SHIFT)) | (links << np.uint64(LINK_SHIFT))
-        return word.astype(self.dtype)
+        # built in the word's own type, in place: no 8-byte temporaries per node
+        shape = np.broadcast_shapes(np.shape(kind), np.shape(bc_id), np.shape(links))
+        word = np.empty(shape, dtype=dtype)
+        word[...] = kind
+        word |= bc_id.astype(dtype) << dtype.type(BC_ID_SHIFT)
+        word |= np.asarray(links).astype(dtype) << dtype.type(LINK_SHIFT)
+        return word
 
     def kind(self, tags: np.ndarray) -> np.ndarray:
         return (np.asarray(tags) & ((1 << KIND_BITS) - 1)).astype(np.uint8)
@@ -108,14 +112,14 @@ class TagLayout:
         return ((np.asarray(tags) >> BC_ID_SHIFT) & MAX_BC_ID).astype(np.uint8)
 
     def links(self, tags: np.ndarray) -> np.ndarray:
-        """Link bitmask with bit i-1 for direction i, as uint64."""
-        return (np.asarray(tags).astype(np.uint64) >> np.uint64(LINK_SHIFT))
+        """Link bitmask with bit i-1 for direction i, in the tag word's own type."""
+        tags = np.asarray(tags)
+        return tags >> tags.dtype.type(LINK_SHIFT)
 
     def crosses_wall(self, tags: np.ndarray, i: int) -> np.ndarray:
         """Boolean array: does population i arrive through a wall at these nodes?"""
-        return ((np.asarray(tags).astype(np.uint64) >> np.uint64(self.link_bit(i))) & 1).astype(
-            bool
-        )
+        tags = np.asarray(tags)
+        return ((tags >> tags.dtype.type(self.link_bit(i))) & tags.dtype.type(1)).astype(bool)
 
     def decode(self, word: int) -> dict:
         """One tag word as a readable dict (kind name, boundary id, directions crossing a wall)."""

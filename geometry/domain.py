@@ -30,6 +30,7 @@ row (ux, uy, uz, ρ) per node of each open face's plane, found through ``NodeTag
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -162,8 +163,10 @@ class NodeTags:
     from the node towards x − c_i at which it meets the wall of an interpolated body; NaN
     where the link is not cut by one (halfway bounce-back, q = ½, if it crosses a wall)."""
 
-    @property
+    @functools.cached_property
     def kind(self) -> np.ndarray:
+        """Node kinds (uint8), decoded from the tag words once (the words do not change, and
+        every output file asks for them: tens of milliseconds at 256³)."""
         return self.layout.kind(self.tags)
 
     @property

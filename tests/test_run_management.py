@@ -302,9 +302,10 @@ def test_pending_copy_gives_its_buffers_back_once_and_refuses_use_after_release(
 
 
 def test_node_kind_is_decoded_once_per_solver():
-    """Every output asks for the node kinds: they are decoded from the tags once, not per file."""
+    """Every output asks for the node kinds: NodeTags decodes them once, not per file."""
     geo = tp.geometry.cavity((12, 10), lid_velocity=(0.05, 0.0))
     solver = tp.compose("D2Q9", geo, tp.plugin("compute", "lbm", nu=0.05), device="cpu")
-    first = solver.node_kind
-    assert solver.node_kind is first and solver.fields()["kind"] is first
-    np.testing.assert_array_equal(first, solver.tags.kind)
+    first = solver.tags.kind
+    assert solver.tags.kind is first and solver.fields()["kind"] is first
+    np.testing.assert_array_equal(first, solver.tags.layout.kind(solver.tags.tags))
+    assert first.dtype == np.uint8 and set(np.unique(first)) == {1}

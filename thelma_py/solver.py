@@ -140,7 +140,6 @@ class Solver:
     _resumed_step: int | None = attrs.field(init=False, default=None)
     _signal: int | None = attrs.field(init=False, default=None)
     _host_copier: HostCopier | None = attrs.field(init=False, default=None, repr=False)
-    _kind: np.ndarray | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.dtype = dtype_of(self.precision)
@@ -218,15 +217,7 @@ class Solver:
         """Host copies of the standard fields: rho, u and node kind."""
         rho, u = self.engine.macroscopic()
         return {"rho": self.backend.to_host(rho), "u": self.backend.to_host(u),
-                "kind": self.node_kind}
-
-    @property
-    def node_kind(self) -> np.ndarray:
-        """Node kinds (host), decoded from the tags once: the tags do not change during a run,
-        and decoding them takes tens of milliseconds at 256³ (once per output file before)."""
-        if self._kind is None:
-            self._kind = self.tags.kind
-        return self._kind
+                "kind": self.tags.kind}
 
     def reserve_host_copies(self, count: int) -> int:
         """Pin host memory for ``count`` snapshots of :meth:`fields_later` now (at the start of
@@ -244,7 +235,7 @@ class Solver:
             self._host_copier = HostCopier(self.backend)
         rho, u = self.engine.macroscopic()
         return self._host_copier.start({"rho": rho, "u": u}, interleave=("u",),
-                                       extra={"kind": self.node_kind})
+                                       extra={"kind": self.tags.kind})
 
     # -- running -----------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:

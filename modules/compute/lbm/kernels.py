@@ -476,13 +476,17 @@ def edge_table(tags) -> np.ndarray:
     return table
 
 
+def any_per_tile(mask: np.ndarray) -> np.ndarray:
+    """Per 32-node tile along x of a node mask ((Nz,) Ny, Nx): does any node of it hold?
+    Shape (Nz or 1, Ny, ceil(Nx / 32)), the layout of the tile flags."""
+    mask = mask if mask.ndim == 3 else mask[None]
+    nz, ny, nx = mask.shape
+    padded = np.pad(mask, ((0, 0), (0, 0), (0, (-nx) % TILE)), constant_values=False)
+    return padded.reshape(nz, ny, -1, TILE).any(axis=-1)
+
+
 def tile_flags(tags) -> np.ndarray:
     """One byte per 32-node tile along x: 1 where a node is not fluid or has a wall link."""
-    words = tags.tags if tags.tags.ndim == 3 else tags.tags[None]
     layout = tags.layout
-    plain = (layout.kind(words) == 1) & (layout.links(words) == 0)
-    nz, ny, nx = plain.shape
-    pad = (-nx) % TILE
-    padded = np.pad(plain, ((0, 0), (0, 0), (0, pad)), constant_values=True)
-    clean = padded.reshape(nz, ny, -1, TILE).all(axis=-1)
-    return (~clean).astype(np.uint8)
+    plain = (layout.kind(tags.tags) == 1) & (layout.links(tags.tags) == 0)
+    return any_per_tile(~plain).astype(np.uint8)

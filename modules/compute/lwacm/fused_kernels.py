@@ -28,7 +28,7 @@ import numpy as np
 
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.geometry.tags import LINK_SHIFT
-from thelma_py.modules.compute.lbm.kernels import TILE, _c3
+from thelma_py.modules.compute.lbm.kernels import _c3, any_per_tile
 from thelma_py.modules.compute.lbm.kernels import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import rule
@@ -96,18 +96,13 @@ def tile_flags(lattice, tags) -> np.ndarray:
     rest (u_g = −u) by selects alone."""
     flags = lbm_tile_flags(tags)
     walls = WallLinks(lattice, tags, np.dtype(np.float64))
-    if not walls.moving and not any(v is not None for v in walls.velocity.values()):
+    if all(velocity is None for velocity in walls.velocity.values()):
         return flags
     moving = np.zeros(tags.tags.size, dtype=bool)
     for i, velocity in walls.velocity.items():
         if velocity is not None:
             moving[np.asarray(walls.index[i])[np.any(np.asarray(velocity) != 0, axis=0)]] = True
-    shape = tags.tags.shape if tags.tags.ndim == 3 else (1, *tags.tags.shape)
-    moving = moving.reshape(shape)
-    pad = (-shape[-1]) % TILE
-    padded = np.pad(moving, ((0, 0), (0, 0), (0, pad)), constant_values=False)
-    hit = padded.reshape(shape[0], shape[1], -1, TILE).any(axis=-1)
-    return (flags | (hit.astype(np.uint8) * MOVING_TILE)).reshape(flags.shape)
+    return flags | any_per_tile(moving.reshape(tags.tags.shape)).astype(np.uint8) * MOVING_TILE
 
 
 def defines(lattice, real: str, rows: int) -> str:

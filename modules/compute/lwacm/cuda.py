@@ -60,10 +60,7 @@ class _CudaBase(CheckedState, ComputeEngine):
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK)
-        self.source = generate(self.config)
-        module = _module(self.source)
-        self.kernels = {store: module.get_function(name)
-                        for store, name in kernel_names(self.scheme).items()}
+        self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
         self.tag_words = xp.asarray(tags.tags)
@@ -75,6 +72,13 @@ class _CudaBase(CheckedState, ComputeEngine):
         self.phase = "post-even"  # CudaLbm's graph cache keys on (current, phase)
         self._graphs: dict = {}
         self._stream = None
+
+    def _compile(self) -> None:
+        """The kernels of :attr:`config` (one RawModule per source text, cached)."""
+        self.source = generate(self.config)
+        module = _module(self.source)
+        self.kernels = {store: module.get_function(name)
+                        for store, name in kernel_names(self.scheme).items()}
 
     # CudaLbm's stepping: graphs of GRAPH_STEPS plain launches, then the storing launch.
     _graph = CudaLbm._graph
@@ -186,10 +190,7 @@ class CudaLwacmFused(_CudaBase):
         changes = {k: v for k, v in (("rows", rows), ("min_blocks", min_blocks)) if v is not None}
         if changes:
             self.config = attrs.evolve(self.config, **changes)
-            self.source = generate(self.config)
-            module = _module(self.source)
-            self.kernels = {store: module.get_function(name)
-                            for store, name in kernel_names(self.scheme).items()}
+            self._compile()
             self.rows = self.config.rows or fused_rows(self.dtype.itemsize)
             self.block = fused_block(self.lattice, self.rows)
         if chunk is not None or "rows" in changes:

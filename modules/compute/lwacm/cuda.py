@@ -31,7 +31,6 @@ from thelma_py.modules.compute.lwacm.reference import (
     TwoStepSizes,
     fused_block,
     fused_chunk,
-    fused_rows,
     fused_traffic,
     macroscopic_from,
     two_step_wall_tags,
@@ -179,7 +178,7 @@ class CudaLwacmFused(_CudaBase):
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
-        self.rows = self.config.rows or fused_rows(self.dtype.itemsize)
+        self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
 
@@ -191,7 +190,7 @@ class CudaLwacmFused(_CudaBase):
         if changes:
             self.config = attrs.evolve(self.config, **changes)
             self._compile()
-            self.rows = self.config.rows or fused_rows(self.dtype.itemsize)
+            self.rows = self.config.plane_rows
             self.block = fused_block(self.lattice, self.rows)
         if chunk is not None or "rows" in changes:
             self.chunk = chunk or fused_chunk(self.lattice, self.shape, self.backend.sm_count(),

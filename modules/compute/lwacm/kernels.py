@@ -54,6 +54,11 @@ class LwacmKernelConfig:
     """Single step: blocks per SM asked of ``__launch_bounds__`` (0: not asked)."""
 
     @property
+    def plane_rows(self) -> int:
+        """The single-step block's rows: :attr:`rows`, or the default for the precision."""
+        return self.rows or fused_rows(4 if self.real == "float" else 8)
+
+    @property
     def name(self) -> str:
         return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}"
 
@@ -119,7 +124,7 @@ def generate(cfg: LwacmKernelConfig) -> str:
     if cfg.scheme == "two-step":
         parts.append(_two_step_kernel(cfg))
     else:
-        rows = cfg.rows or fused_rows(4 if cfg.real == "float" else 8)
+        rows = cfg.plane_rows
         parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS,
                   fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                        cfg.min_blocks)]

@@ -219,22 +219,23 @@ class Solver:
         return {"rho": self.backend.to_host(rho), "u": self.backend.to_host(u),
                 "kind": self.tags.kind}
 
+    def _copier(self) -> HostCopier:
+        if self._host_copier is None:
+            self._host_copier = HostCopier(self.backend)
+        return self._host_copier
+
     def reserve_host_copies(self, count: int) -> int:
         """Pin host memory for ``count`` snapshots of :meth:`fields_later` now (at the start of
         a run) rather than at the first snapshots; returns how many were reserved."""
-        if self._host_copier is None:
-            self._host_copier = HostCopier(self.backend)
         rho, u = self.engine.macroscopic()
-        return self._host_copier.reserve({"rho": rho, "u": u}, count, interleave=("u",))
+        return self._copier().reserve({"rho": rho, "u": u}, count, interleave=("u",))
 
     def fields_later(self) -> PendingCopy:
         """Like :meth:`fields`, as a :class:`~thelma_py.host_copy.PendingCopy` to call later
         (from an output thread): on a GPU the device-to-host copy runs on its own stream while
         the next steps compute. Release it after use so that its pinned buffers are reused."""
-        if self._host_copier is None:
-            self._host_copier = HostCopier(self.backend)
         rho, u = self.engine.macroscopic()
-        return self._host_copier.start({"rho": rho, "u": u}, interleave=("u",),
+        return self._copier().start({"rho": rho, "u": u}, interleave=("u",),
                                        extra={"kind": self.tags.kind})
 
     # -- running -----------------------------------------------------------------------------

@@ -352,7 +352,6 @@ class VtkWriter:
     def _write(self, target: Path, step: int, raw, periodic, crop, lower) -> None:
         """Write one file; ``raw`` is a dict of host fields or a function returning one (a
         :class:`~thelma_py.host_copy.PendingCopy`, released once the file is written)."""
-        fields = arrays = None
         try:
             fields = raw() if callable(raw) else raw
             arrays = host_fields(fields, self.fields, periodic, crop, self.subsample)

@@ -10,7 +10,7 @@ out=${OUT:-/tmp/thelma-out}; mkdir -p "$out"
 python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
   || python3 -m pip install --no-build-isolation --no-deps -e .
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-bench="python3 -m thelma_py.bench"
+bench="python3 -m thelma_py.tools.bench"
 single="--collision bgk --precision float32 --streaming pull"
 
 for part in "$@"; do

@@ -14,7 +14,7 @@ import argparse
 import json
 
 from thelma_py.backend import select_backend
-from thelma_py.bench import BenchConfig, build_engine, time_engine
+from thelma_py.tools.bench import BenchConfig, build_engine, time_engine
 
 
 def _ints(text: str) -> list[int]:

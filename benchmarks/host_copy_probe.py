@@ -11,9 +11,9 @@ import time
 import cupy as cp
 
 from thelma_py import registry
-from thelma_py.bench import geometry_for
 from thelma_py.host_copy import HostCopier
 from thelma_py.solver import compose
+from thelma_py.tools.bench import geometry_for
 
 
 def main() -> None:

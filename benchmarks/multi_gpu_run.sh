@@ -71,12 +71,12 @@ for run in $runs; do
   IFS=: read -r compute scaling size limit <<< "$run"
   stage "scaling bench: $compute $scaling, size $size"
   name="${compute}_${scaling}"
-  timeout -k 5 "$limit" "$MPIEXEC" "${flags[@]}" -n 2 "$PY" -m mpi4py -m thelma_py.bench \
+  timeout -k 5 "$limit" "$MPIEXEC" "${flags[@]}" -n 2 "$PY" -m mpi4py -m thelma_py.tools.bench \
     --ranks --compute "$compute" --scaling "$scaling" --size "$size" --cases periodic \
     --precision float32 --collision bgk --streaming pull --json "$out/scaling_$name.json" 2>&1 \
     | tee "$out/scaling_$name.log" || status=1
   if [ -f "$out/scaling_$name.json" ]; then
-    python3 -m thelma_py.bench --report "$out/scaling_$name.json" | tee -a "$out/scaling_report.md"
+    python3 -m thelma_py.tools.bench --report "$out/scaling_$name.json" | tee -a "$out/scaling_report.md"
   fi
 done
 

@@ -106,9 +106,9 @@ def pipeline(size: int, every: int, steps: int, directory: Path) -> dict:
     """MLUPS and main-thread results time of the cavity without output, with copies only and
     with raw VTK files into ``directory``."""
     from thelma_py import registry
-    from thelma_py.bench import geometry_for
     from thelma_py.modules.results.vtk import VtkWriter
     from thelma_py.solver import compose
+    from thelma_py.tools.bench import geometry_for
 
     geometry = geometry_for("cavity", size, 3)
     out = {}

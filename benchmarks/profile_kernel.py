@@ -6,7 +6,7 @@ Usage on the device machine, for example::
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \\
         python3 benchmarks/profile_kernel.py --case cavity --size 256
 
-Every option of :class:`thelma_py.bench.BenchConfig` can be given (``--collision mrt``,
+Every option of :class:`thelma_py.tools.bench.BenchConfig` can be given (``--collision mrt``,
 ``--streaming aa``, ``--precision float64``, ``--block 256`` ...).
 """
 
@@ -17,7 +17,7 @@ import argparse
 import attrs
 
 from thelma_py.backend import select_backend
-from thelma_py.bench import BenchConfig, build_engine
+from thelma_py.tools.bench import BenchConfig, build_engine
 
 
 def main() -> None:

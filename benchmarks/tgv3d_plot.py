@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thelma_py import validation as v
+from thelma_py.tools import validation as v
 
 BLOW_UP_MARGIN = 0.5
 """Time (t*) before the first non-finite energy from which a diverged run's samples are left

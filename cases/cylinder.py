@@ -4,7 +4,7 @@ Channel H = 0.41 x L = 2.2, cylinder of diameter D = 0.1 centred at (0.2, 0.2), 
 Zou-He inflow, Zou-He pressure outlet, no-slip walls (halfway bounce-back). The resolution is
 ``n`` nodes per diameter. Re = 20 (2D-1) is steady: the report gives c_D, c_L and Δp against
 the published intervals. Re = 100 (2D-2) sheds vortices: use
-:func:`thelma_py.validation.schaefer_turek_2d2` for the Strouhal number.
+:func:`thelma_py.tools.validation.schaefer_turek_2d2` for the Strouhal number.
 
 Run::
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 import sys
 
 import thelma_py as tp
-from thelma_py.cli import run_case
-from thelma_py.validation import SCHAEFER_TUREK, schaefer_turek, schaefer_turek_measures
+from thelma_py.tools.cli import run_case
+from thelma_py.tools.validation import SCHAEFER_TUREK, schaefer_turek, schaefer_turek_measures
 
 DEFAULT_STEPS = 80_000
 """Enough for c_D to settle to 1e-6 at n = 20 (73 000 steps measured)."""
@@ -29,7 +29,7 @@ __all__ = ["build", "main", "report"]
 def build(*, device: str = "auto", precision: str = "float64", n: int = 20,
           reynolds: float = 20.0, u_max: float = 0.1, collision: str = "trt",
           radius_offset: float = 0.0) -> tp.Solver:
-    """See :func:`thelma_py.validation.schaefer_turek`."""
+    """See :func:`thelma_py.tools.validation.schaefer_turek`."""
     return schaefer_turek(device=device, precision=precision, n=n, reynolds=reynolds,
                           u_max=u_max, collision=collision, radius_offset=radius_offset)
 

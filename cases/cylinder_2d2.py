@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 
 import thelma_py as tp
-from thelma_py.cli import run_case
-from thelma_py.validation import (
+from thelma_py.tools.cli import run_case
+from thelma_py.tools.validation import (
     CYLINDER_ID,
     SCHAEFER_TUREK_2D2,
     schaefer_turek,
@@ -32,7 +32,7 @@ __all__ = ["build", "main", "report"]
 
 def build(*, device: str = "auto", precision: str = "float64", n: int = 20,
           u_max: float = 0.1, collision: str = "trt", interpolated: bool = True) -> tp.Solver:
-    """See :func:`thelma_py.validation.schaefer_turek` (here at Re = 100)."""
+    """See :func:`thelma_py.tools.validation.schaefer_turek` (here at Re = 100)."""
     u_mean = 2.0 * u_max / 3.0
     history = tp.plugin("results", "forces", every=max(1, n // 4), bodies=[CYLINDER_ID],
                         velocity=u_mean, area=float(n))

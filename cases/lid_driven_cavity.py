@@ -19,9 +19,9 @@ from __future__ import annotations
 import sys
 
 import thelma_py as tp
-from thelma_py.cli import run_case
-from thelma_py.validation import REFERENCE, centerlines, ghia_deviation, load_ghia
-from thelma_py.validation import interpolate_cubic as _interpolate
+from thelma_py.tools.cli import run_case
+from thelma_py.tools.validation import REFERENCE, centerlines, ghia_deviation, load_ghia
+from thelma_py.tools.validation import interpolate_cubic as _interpolate
 
 DEFAULT_STEPS = 20_000  # about 16 convective times at the defaults (n=64, lid 0.05)
 """Steps of the default run: about 16 convective times L/U at n = 64, U = 0.1 (near-steady at
@@ -35,9 +35,9 @@ def build(*, device: str = "auto", precision: str = "float64", n: int = 64,
           reynolds: float = 100.0, lid_velocity: float = 0.05, collision: str = "mrt",
           dim: int = 2, compute: str = "lbm") -> tp.Solver:
     """A cavity of n (x n) nodes at rest, lid speed ``lid_velocity`` (lattice units); see
-    :func:`thelma_py.validation.cavity` (shared with ``thelma validate``). ``compute`` names
+    :func:`thelma_py.tools.validation.cavity` (shared with ``thelma validate``). ``compute`` names
     the compute plug-in (``collision`` applies to lbm only)."""
-    return tp.validation.cavity(device=device, precision=precision, n=n, reynolds=reynolds,
+    return tp.tools.validation.cavity(device=device, precision=precision, n=n, reynolds=reynolds,
                                 lid_velocity=lid_velocity, collision=collision, dim=dim,
                                 compute=compute)
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 import sys
 
 import thelma_py as tp
-from thelma_py.cli import run_case
-from thelma_py.validation import (
+from thelma_py.tools.cli import run_case
+from thelma_py.tools.validation import (
     analytic_profile,
     body_force,
     relative_l2_error,
     steps_to_steady,
 )
-from thelma_py.validation import channel_profile as profile
+from thelma_py.tools.validation import channel_profile as profile
 
 DEFAULT_STEPS = 20_000
 """About 2 diffusion times H²/ν at the defaults (n = 32, τ = 0.8): the start-up transient,
@@ -42,8 +42,8 @@ def build(*, device: str = "auto", precision: str = "float64", n: int = 32,
           u_max: float = 0.05, tau: float = 0.8, collision: str = "bgk",
           length: int = 4) -> tp.Solver:
     """A channel of ``length`` x ``n`` nodes (x periodic, walls beyond ±y) at rest, driven by
-    the body force of :func:`body_force`; see :func:`thelma_py.validation.poiseuille`."""
-    return tp.validation.poiseuille(device=device, precision=precision, n=n, u_max=u_max,
+    the body force of :func:`body_force`; see :func:`thelma_py.tools.validation.poiseuille`."""
+    return tp.tools.validation.poiseuille(device=device, precision=precision, n=n, u_max=u_max,
                                     tau=tau, collision=collision, length=length)
 
 

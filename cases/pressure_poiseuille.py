@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 
 import thelma_py as tp
-from thelma_py.cli import run_case
-from thelma_py.validation import pressure_poiseuille, pressure_poiseuille_error
+from thelma_py.tools.cli import run_case
+from thelma_py.tools.validation import pressure_poiseuille, pressure_poiseuille_error
 
 DEFAULT_STEPS = 8_000
 """About 3 diffusion times n²/ν at the defaults (n = 16, τ = 0.8)."""
@@ -27,7 +27,7 @@ __all__ = ["build", "main", "report"]
 def build(*, device: str = "auto", precision: str = "float64", n: int = 16,
           length: int | None = None, tau: float = 0.8, u_max: float = 0.02,
           collision: str = "trt", dim: int = 2) -> tp.Solver:
-    """See :func:`thelma_py.validation.pressure_poiseuille`."""
+    """See :func:`thelma_py.tools.validation.pressure_poiseuille`."""
     return pressure_poiseuille(device=device, precision=precision, n=n, length=length,
                                tau=tau, u_max=u_max, collision=collision, dim=dim)
 

@@ -17,8 +17,8 @@ import math
 import sys
 
 import thelma_py as tp
-from thelma_py.cli import run_case
 from thelma_py.modules.compute.lbm.forces import forces
+from thelma_py.tools.cli import run_case
 
 DEFAULT_STEPS = 6_000
 SPHERE_ID = 7

@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 
 import thelma_py as tp
-from thelma_py.cli import run_case
 from thelma_py.geometry.stl import StlShape, sphere_stl
 from thelma_py.modules.compute.lbm.forces import forces
+from thelma_py.tools.cli import run_case
 
 DEFAULT_STEPS = 5_000
 BODY_ID = 7

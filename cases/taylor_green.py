@@ -16,9 +16,9 @@ import math
 import sys
 
 import thelma_py as tp
-from thelma_py.cli import run_case
-from thelma_py.validation import amplitude, decay_rate
-from thelma_py.validation import tgv_viscosity as viscosity
+from thelma_py.tools.cli import run_case
+from thelma_py.tools.validation import amplitude, decay_rate
+from thelma_py.tools.validation import tgv_viscosity as viscosity
 
 DEFAULT_STEPS = 5_000
 """About one e-folding time 1 / (ν (kx² + ky²)) of the velocity at the defaults."""
@@ -31,8 +31,8 @@ def build(*, device: str = "auto", precision: str = "float64", n: int = 64, u0: 
           collision: str = "mrt") -> tp.Solver:
     """An n x n periodic box holding one Taylor-Green period. Give ``nu`` (lattice units) or
     ``reynolds`` (Re = u0 n / (2π ν)); with neither, Re = 50. See
-    :func:`thelma_py.validation.taylor_green`."""
-    return tp.validation.taylor_green(device=device, precision=precision, n=n, u0=u0,
+    :func:`thelma_py.tools.validation.taylor_green`."""
+    return tp.tools.validation.taylor_green(device=device, precision=precision, n=n, u0=u0,
                                       reynolds=reynolds, nu=nu, collision=collision)
 
 

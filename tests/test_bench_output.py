@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from thelma_py.bench import markdown_table
-from thelma_py.bench_output import output_cost
+from thelma_py.tools.bench import markdown_table
+from thelma_py.tools.bench_output import output_cost
 
 
 def test_output_cost_writes_the_files_it_counts_and_renders(tmp_path):

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from thelma_py.bench import markdown_table
+from thelma_py.tools.bench import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"<!-- table:begin (\S+) -->\n(.*?)<!-- table:end -->", re.S)

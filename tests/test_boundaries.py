@@ -18,7 +18,7 @@ from thelma_py.codegen.expr import identity_let
 from thelma_py.geometry import Box, Geometry, NodeKind, Sphere
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.modules.compute.lbm import Lbm, boundaries
-from thelma_py.validation import (
+from thelma_py.tools.validation import (
     duct_series,
     fitted_order,
     pressure_poiseuille,

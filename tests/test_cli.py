@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from thelma_py import cli
+from thelma_py.tools import cli
 
 CASE = """
 import thelma_py as tp

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from thelma_py import validation
 from thelma_py.modules.results import derived
+from thelma_py.tools import validation
 
 
 def solid_body_rotation(shape, omega, dim):

@@ -8,7 +8,7 @@ import pytest
 import thelma_py as tp
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lbm.forces import forces
-from thelma_py.validation import SCHAEFER_TUREK, run_schaefer_turek
+from thelma_py.tools.validation import SCHAEFER_TUREK, run_schaefer_turek
 
 
 def total_momentum(solver):

@@ -126,7 +126,7 @@ def test_cuda_solver_runs_the_cavity(scheme):
 def test_3d_cavity_re100_on_64_cubed_within_2_percent_of_lbm_mrt():
     """The LW-ACM issue's criterion: the steady 3D cavity at Re = 100 on 64³, velocity within
     2% of the lid speed (L2 over the nodes) of the LBM MRT solution, for both schemes."""
-    from thelma_py import validation
+    from thelma_py.tools import validation
 
     result = validation.cavity3d_schemes(device="cuda", n=64, reynolds=100.0)
     for scheme, measure in result["schemes"].items():

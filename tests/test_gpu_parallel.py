@@ -286,8 +286,8 @@ def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers
 
 
 def test_scaling_report_renders_measurement_and_model():
-    from thelma_py.bench import markdown_table
-    from thelma_py.bench_ranks import scaling_text
+    from thelma_py.tools.bench import markdown_table
+    from thelma_py.tools.bench_ranks import scaling_text
 
     record = {"scaling": "weak", "ranks": 2, "dims": [1, 1, 2], "case": "periodic",
               "lattice": "D3Q19", "collision": "bgk", "precision": "float32",

@@ -17,9 +17,9 @@ import pytest
 
 import thelma_py as tp
 from tests.test_validation import REFERENCE, cavity, poiseuille, taylor_green
-from thelma_py import validation
+from thelma_py.tools import validation
+from thelma_py.tools.validation import amplitude_series, fitted_decay_rate
 from thelma_py.units import viscosity_from_tau
-from thelma_py.validation import amplitude_series, fitted_decay_rate
 
 SCHEMES = ("lwacm", "lwacm-fused")
 

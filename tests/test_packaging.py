@@ -18,6 +18,7 @@ SOURCE_ROOTS = {
     "thelma_py": "thelma_py",
     "modules": "thelma_py.modules",
     "geometry": "thelma_py.geometry",
+    "cases": "thelma_py.cases",
 }
 
 
@@ -47,7 +48,8 @@ def test_every_package_directory_is_listed_in_pyproject():
 
 def test_plugin_trees_are_mapped_into_the_thelma_py_namespace():
     mapping = pyproject()["tool"]["setuptools"]["package-dir"]
-    assert mapping == {"thelma_py.modules": "modules", "thelma_py.geometry": "geometry"}
+    assert mapping == {"thelma_py.modules": "modules", "thelma_py.geometry": "geometry",
+                       "thelma_py.cases": "cases"}
 
 
 def test_namespaced_imports_work():
@@ -60,5 +62,5 @@ def test_namespaced_imports_work():
 
 
 def test_console_script_points_at_the_cli():
-    assert pyproject()["project"]["scripts"] == {"thelma": "thelma_py.cli:main"}
-    assert callable(importlib.import_module("thelma_py.cli").main)
+    assert pyproject()["project"]["scripts"] == {"thelma": "thelma_py.tools.cli:main"}
+    assert callable(importlib.import_module("thelma_py.tools.cli").main)

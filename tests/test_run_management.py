@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
-from thelma_py import cli, report
 from thelma_py.modules.results.derived import vorticity
 from thelma_py.modules.results.files import OutputDirectoryError
 from thelma_py.modules.results.timings import dominant_period
 from thelma_py.modules.results.vtk import VtkWriter
+from thelma_py.tools import cli, report
 
 
 def channel(results=(), force=1e-5, n=8, **kwargs):
@@ -218,7 +218,7 @@ def test_validate_writes_a_report_with_a_pass_fail_table(tmp_path, monkeypatch, 
 
 
 def test_precision_study_shows_single_precision_losing_the_density():
-    rows = tp.validation.precision_study(u0s=(0.005, 0.05), n=16)
+    rows = tp.tools.validation.precision_study(u0s=(0.005, 0.05), n=16)
     small, large = rows
     assert small["steps"] == pytest.approx(10 * large["steps"], abs=10)  # same physical time
     assert small["density_diff"] > 100 * large["density_diff"]

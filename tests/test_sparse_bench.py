@@ -6,8 +6,8 @@ import attrs
 import numpy as np
 
 from thelma_py.backend import select_backend
-from thelma_py.bench import BenchConfig, _wanted, build_engine, markdown_table
-from thelma_py.bench_porous import largest_estimates, per_fluid_node
+from thelma_py.tools.bench import BenchConfig, _wanted, build_engine, markdown_table
+from thelma_py.tools.bench_porous import largest_estimates, per_fluid_node
 
 
 def test_sparse_engine_counts_fluid_nodes():

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from thelma_py.validation import amplitude_series, fitted_decay_rate
+from thelma_py.tools.validation import amplitude_series, fitted_decay_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"

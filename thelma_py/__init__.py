@@ -9,7 +9,7 @@ A config script composes four kinds of plug-in (init, geometry, compute, results
     solver.run(10_000)
 """
 
-from thelma_py import geometry, lattice, units, validation
+from thelma_py import geometry, lattice, units
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.registry import available, create, register
 from thelma_py.schedule import Every
@@ -24,5 +24,4 @@ def plugin(kind: str, name: str, **params):
 
 
 __all__ = ["D2Q9", "D3Q19", "D3Q27", "DivergenceError", "Every", "RunInterrupted", "Solver",
-           "available", "compose", "create", "geometry", "lattice", "plugin", "register", "units",
-           "validation"]
+           "available", "compose", "create", "geometry", "lattice", "plugin", "register", "units"]

@@ -1,5 +1,5 @@
 """``python -m thelma_py``: the same as the ``thelma`` command."""
 
-from thelma_py.cli import main
+from thelma_py.tools.cli import main
 
 raise SystemExit(main())

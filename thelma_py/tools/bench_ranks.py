@@ -2,8 +2,9 @@
 
 Run under MPI, one rank per GPU::
 
-    mpiexec -n 2 python -m thelma_py.bench --ranks --scaling weak --size 384 --json weak.json
-    mpiexec -n 2 python -m thelma_py.bench --ranks --scaling strong --size 512 --json strong.json
+    mpiexec -n 2 python -m thelma_py.tools.bench --ranks --scaling weak --size 384 --json weak.json
+    mpiexec -n 2 python -m thelma_py.tools.bench --ranks --scaling strong --size 512 \
+        --json strong.json
 
 Weak scaling keeps size³ nodes per GPU (the domain grows along the cut axis, z); strong scaling
 splits one size³ domain. Rank 0 first times the one-GPU reference (size³, same case), then all
@@ -123,7 +124,7 @@ def scaling_run(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
     from thelma_py import parallel
-    from thelma_py.bench import environment, save
+    from thelma_py.tools.bench import environment, save
 
     comm = MPI.COMM_WORLD
     scaling, size = args.scaling, args.size

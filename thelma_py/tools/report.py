@@ -25,9 +25,9 @@ import attrs
 import numpy as np
 
 import thelma_py as tp
-from thelma_py import validation as v
 from thelma_py.backend import select_backend
 from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
+from thelma_py.tools import validation as v
 
 SIZES = {
     "small": {"cavity": (32, 0.1, 4000, 0.02), "poiseuille": (8, 16, 32), "tgv_n": 32,
@@ -306,7 +306,8 @@ def tgv3d_section(size: str, device: str, run: bool) -> Section:
     if not run:
         return Section(title, "tgv3d", "Not run: it needs a GPU (`thelma validate --device "
                        "cuda`) or `--tgv3d`. The kinetic energy, enstrophy and −dE/dt are "
-                       "computed by `thelma_py.validation.tgv3d_diagnostics` and compared with "
+                       "computed by `thelma_py.tools.validation.tgv3d_diagnostics` and compared "
+                       "with "
                        f"`{v.TGV_REFERENCE}`.")
     n = SIZES[size]["tgv3d_n"]
     series = tgv3d_run(device, n)

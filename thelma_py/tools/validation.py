@@ -25,7 +25,7 @@ from thelma_py.modules.results.derived import enstrophy, kinetic_energy
 from thelma_py.units import from_reynolds, viscosity_from_tau
 
 REFERENCE = Path(os.environ.get("THELMA_REFERENCE",
-                                Path(__file__).resolve().parents[2] / "shared" / "reference"))
+                                Path(__file__).resolve().parents[3] / "shared" / "reference"))
 """Directory of the reference tables (Ghia profiles, 3D TGV dissipation)."""
 TGV_REFERENCE = "tgv_re1600_spectral512_dissipation.csv"
 

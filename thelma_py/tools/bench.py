@@ -36,7 +36,7 @@ probe: periodic box with one solid node (runs the wall-aware kernel with one fla
 obstacles: channel along the last axis (z, or y in 2D) with a Zou-He velocity inlet, a pressure
 outlet, walls beyond the other faces and a sphere (disc) of diameter size/4; porous: periodic
 box of random overlapping solid spheres at a given fluid fraction, MLUPS counted over fluid
-nodes (:mod:`thelma_py.bench_porous`)."""
+nodes (:mod:`thelma_py.tools.bench_porous`)."""
 
 
 @attrs.frozen
@@ -72,7 +72,7 @@ def geometry_for(case: str, size: int, dim: int, fluid_fraction: float = 0.3
                  ) -> domain.Geometry:
     shape = (size,) * dim
     if case == "porous":
-        from thelma_py.bench_porous import porous_geometry
+        from thelma_py.tools.bench_porous import porous_geometry
 
         return porous_geometry(size, dim, fluid_fraction)
     lid = (0.05, 0.0, 0.0)[:dim]
@@ -202,7 +202,7 @@ def run_config(cp, backend, cfg: BenchConfig, copy_bw: float, uniform: bool = Fa
               "memory_bytes_per_node": engine.memory_bytes_per_node,
               "bandwidth_GBs": achieved / 1e9, "fraction_of_copy": achieved / copy_bw}
     if cfg.case == "porous":
-        from thelma_py.bench_porous import per_fluid_node
+        from thelma_py.tools.bench_porous import per_fluid_node
 
         record.update(per_fluid_node(record, engine.tags))
     del engine
@@ -254,7 +254,7 @@ def environment(cp) -> dict:
 def markdown_table(payload: dict) -> str:
     """The results of one bench JSON file as a Markdown table (what BENCHMARKS.md shows)."""
     if "scaling" in payload:  # thelma bench --ranks
-        from thelma_py.bench_ranks import scaling_table
+        from thelma_py.tools.bench_ranks import scaling_table
 
         return scaling_table(payload)
     copy = payload["copy_bandwidth_GBs"]
@@ -281,8 +281,8 @@ def markdown_table(payload: dict) -> str:
         lines += ["", f"Largest D3Q19 {r['precision']} {_scheme(r)} {r['case']} domain in "
                       f"{(r.get('memory_limit_bytes') or r['free_bytes']) / 1e9:.0f} GB: "
                       f"{r['size']}³ ({r['memory_bytes_per_node']} B/node, {gb:.1f} GB), {ran}."]
-    from thelma_py.bench_output import output_lines
-    from thelma_py.bench_porous import porous_section
+    from thelma_py.tools.bench_output import output_lines
+    from thelma_py.tools.bench_porous import porous_section
 
     lines += output_lines(payload)
     return "\n".join(lines) + "\n" + porous_section(payload)
@@ -349,7 +349,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", action="store_true",
                         help="multi-GPU scaling under mpiexec, one rank per GPU (runs the first "
                              "--cases/--precision/--collision/--streaming entry; see "
-                             "thelma_py.bench_ranks)")
+                             "thelma_py.tools.bench_ranks)")
     parser.add_argument("--scaling", default="weak", help="with --ranks: weak or strong")
     parser.add_argument("--size", type=int, default=384,
                         help="with --ranks: nodes per edge, size^3 per GPU (weak) or in all "
@@ -363,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
         print(markdown_table(json.loads(args.report.read_text())), end="")
         return 0
     if args.ranks:
-        from thelma_py.bench_ranks import scaling_run
+        from thelma_py.tools.bench_ranks import scaling_run
 
         return scaling_run(args)
     backend = select_backend("cuda")
@@ -414,13 +414,13 @@ def run(args: argparse.Namespace) -> int:
                   + (f"ran at {rec['mlups']:.0f} MLUPS" if rec.get("ran") else
                      f"not run: {rec.get('error')}"))
         if "porous" in args.cases:
-            from thelma_py.bench_porous import largest_porous
+            from thelma_py.tools.bench_porous import largest_porous
 
             largest += largest_porous(backend, limit)
     output = []
     for size, compression in itertools.product(
             args.sizes if args.output_every else [], args.output_compression):
-        from thelma_py.bench_output import output_cost
+        from thelma_py.tools.bench_output import output_cost
 
         output.append(output_cost(size, args.output_every, args.output_steps, compression))
         r = output[-1]

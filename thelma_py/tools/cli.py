@@ -391,9 +391,9 @@ COMMANDS: dict[str, Command] = {
 """Built-in sub-commands, by name: add more here, or in :data:`OPTIONAL_COMMANDS`."""
 
 OPTIONAL_COMMANDS: dict[str, str] = {
-    "bench": "thelma_py.bench",
+    "bench": "thelma_py.tools.bench",
     "kernels": "thelma_py.codegen.kernels_cli",
-    "validate": "thelma_py.report",
+    "validate": "thelma_py.tools.report",
 }
 """Sub-commands provided by modules that may be absent: name -> module."""
 

@@ -3,7 +3,7 @@
 from thelma_py.geometry.domain import FACES, Geometry, NodeTags, cavity, channel, periodic_box
 from thelma_py.geometry.shapes import Box, Cylinder, Everything, Function, Mask, Shape, Sphere
 from thelma_py.geometry.stl import MeshNotClosedError, StlShape
-from thelma_py.geometry.tags import NodeKind, TagLayout
+from thelma_py.tags import NodeKind, TagLayout
 
 __all__ = ["FACES", "Box", "Cylinder", "Everything", "Function", "Geometry", "Mask",
            "MeshNotClosedError", "NodeKind", "NodeTags", "Shape", "Sphere", "StlShape",

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from thelma_py.geometry.tags import (
+from thelma_py.lattice import D2Q9, D3Q19, D3Q27
+from thelma_py.tags import (
     BC_ID_BITS,
     BC_ID_SHIFT,
     KIND_BITS,
@@ -17,7 +18,6 @@ from thelma_py.geometry.tags import (
     NodeKind,
     TagLayout,
 )
-from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 
 LATTICES = [D2Q9, D3Q19, D3Q27]
 ids = [lat.name for lat in LATTICES]

@@ -13,8 +13,8 @@ import abc
 import numpy as np
 
 from thelma_py.backend import Backend
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
+from thelma_py.nodes import NodeTags
 
 
 class ComputeEngine(abc.ABC):

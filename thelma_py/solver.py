@@ -19,10 +19,11 @@ import numpy as np
 
 from thelma_py import parallel
 from thelma_py.backend import Backend, dtype_of, select_backend
-from thelma_py.geometry.domain import Geometry, NodeTags
+from thelma_py.geometry.domain import Geometry
 from thelma_py.host_copy import HostCopier, PendingCopy
 from thelma_py.lattice import Lattice, lattice_by_name
 from thelma_py.modules.init.fields import Equilibrium
+from thelma_py.nodes import NodeTags
 
 
 class DivergenceError(RuntimeError):

@@ -367,7 +367,7 @@ def lattice_table(name: str) -> str:
 
 def _info(args: argparse.Namespace) -> int:
     if args.topic == "tags":
-        from thelma_py.geometry.tags import TagLayout
+        from thelma_py.tags import TagLayout
 
         print(TagLayout(lattice_by_name(args.lattice)).describe())
     else:

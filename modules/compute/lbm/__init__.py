@@ -16,7 +16,6 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine, check_memory
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import (
     COLLISIONS,
@@ -29,6 +28,7 @@ from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
 from thelma_py.modules.compute.lbm.sparse import STORAGES, create_sparse
+from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.units import RelaxationTime
 

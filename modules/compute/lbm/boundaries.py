@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from thelma_py.codegen.expr import dot
-from thelma_py.geometry.domain import EDGE_CODE, FACES, face_code, face_label
 from thelma_py.lattice import Lattice
+from thelma_py.nodes import EDGE_CODE, FACES, face_code, face_label
 
 __all__ = ["EDGE_CODE", "FACE_NAMES", "face_code", "face_label", "face_normal", "local_rule",
            "nebb", "sources"]

@@ -13,11 +13,11 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.compute import ComputeEngine, check_memory
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import CUDA_OPTIONS, layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import edge_table, kernel_names, tile_flags
+from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
 
 GRAPH_STEPS = 32

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from thelma_py.geometry.domain import FACES, NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks, interpolated_bounce
+from thelma_py.nodes import FACES, NodeTags
 
 
 class MomentumExchange:

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.open_nodes import offset_nodes
+from thelma_py.nodes import NodeTags
 
 
 def bouzidi_weights(q: np.ndarray, next_is_fluid: np.ndarray) -> np.ndarray:

@@ -23,11 +23,11 @@ import attrs
 import numpy as np
 
 from thelma_py.codegen.expr import Emitter, Expr
-from thelma_py.geometry.tags import LINK_SHIFT, OPEN_KINDS, TagLayout
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
+from thelma_py.tags import LINK_SHIFT, OPEN_KINDS, TagLayout
 
 SCHEMES = ("pull", "push", "aa")
 TILE = 32

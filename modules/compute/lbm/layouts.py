@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import wall_momentum
+from thelma_py.nodes import NodeTags
 
 
 class WallLinks:

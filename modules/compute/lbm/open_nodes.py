@@ -11,10 +11,10 @@ import attrs
 import numpy as np
 
 from thelma_py.codegen.expr import identity_let
-from thelma_py.geometry.domain import NodeTags
-from thelma_py.geometry.tags import OPEN_KINDS, NodeKind
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import boundaries
+from thelma_py.nodes import NodeTags
+from thelma_py.tags import OPEN_KINDS, NodeKind
 
 
 def plane_index(face: int, coords: tuple[np.ndarray, ...], shape_xyz: tuple[int, ...]):

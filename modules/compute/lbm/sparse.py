@@ -22,11 +22,11 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
+from thelma_py.nodes import NodeTags
 
 STORAGES = ("dense", "sparse")
 

@@ -10,13 +10,13 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.compute import check_memory
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.boundaries import face_label
 from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
 from thelma_py.modules.compute.lbm.sparse import SparseState, _macroscopic
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
+from thelma_py.nodes import NodeTags
 
 
 def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str, np.ndarray]:

@@ -24,11 +24,11 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.compute import ComputeEngine
-from thelma_py.geometry.domain import NodeTags
-from thelma_py.geometry.tags import NodeKind
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import _check_nu, _force_tuple
+from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.tags import NodeKind
 from thelma_py.units import RelaxationTime
 
 MAX_NU = 1.0 / 6.0

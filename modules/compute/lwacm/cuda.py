@@ -20,7 +20,6 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.compute import ComputeEngine, check_memory
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
 from thelma_py.modules.compute.lbm.kernels import edge_table, tile_flags
@@ -35,6 +34,7 @@ from thelma_py.modules.compute.lwacm.reference import (
     macroscopic_from,
     two_step_wall_tags,
 )
+from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
 
 TWO_STEP_BLOCK = 128

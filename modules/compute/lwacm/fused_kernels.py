@@ -27,12 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.codegen.expr import Emitter, Expr
-from thelma_py.geometry.tags import LINK_SHIFT
 from thelma_py.modules.compute.lbm.kernels import _c3, any_per_tile
 from thelma_py.modules.compute.lbm.kernels import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
+from thelma_py.tags import LINK_SHIFT
 
 AXES = "xyz"
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 import attrs
 
 from thelma_py.codegen.expr import Emitter, Expr
-from thelma_py.geometry.tags import TagLayout
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import Relaxation
 from thelma_py.modules.compute.lbm.kernels import _WALL_ID, TILE, _prologue, _reads
 from thelma_py.modules.compute.lbm.kernels import KernelConfig as LbmKernelConfig
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_rows
+from thelma_py.tags import TagLayout
 
 SCHEMES = ("two-step", "fused")
 AXES = "xyz"

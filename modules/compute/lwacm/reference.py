@@ -14,10 +14,10 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine
-from thelma_py.geometry.domain import NodeTags
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
+from thelma_py.nodes import NodeTags
 
 
 def fused_rows(itemsize: int) -> int:

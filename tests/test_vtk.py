@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
-from thelma_py.modules.results.files import OutputDirectoryError, atomic_path
+from thelma_py.files import OutputDirectoryError, atomic_path
 from thelma_py.modules.results.vtk import VtkWriter
 
 

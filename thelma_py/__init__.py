@@ -12,6 +12,7 @@ A config script composes four kinds of plug-in (init, geometry, compute, results
 from thelma_py import geometry, lattice, units
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.registry import available, create, register
+from thelma_py.results import Results
 from thelma_py.schedule import Every
 from thelma_py.solver import DivergenceError, RunInterrupted, Solver, compose
 
@@ -23,5 +24,5 @@ def plugin(kind: str, name: str, **params):
     return create(kind, name, **params)
 
 
-__all__ = ["D2Q9", "D3Q19", "D3Q27", "DivergenceError", "Every", "RunInterrupted", "Solver",
-           "available", "compose", "create", "geometry", "lattice", "plugin", "register", "units"]
+__all__ = ["D2Q9", "D3Q19", "D3Q27", "DivergenceError", "Every", "Results", "RunInterrupted",
+           "Solver", "available", "compose", "create", "geometry", "lattice", "plugin", "register", "units"]

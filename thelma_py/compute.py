@@ -9,6 +9,7 @@ which is what makes LBM and LW-ACM swappable by one word in a config script.
 from __future__ import annotations
 
 import abc
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -24,6 +25,9 @@ class ComputeEngine(abc.ABC):
     tags: NodeTags
     backend: Backend
     dtype: np.dtype
+    stored_fraction: float = 1
+    """Stored nodes per lattice node: below 1 for sparse engines, which count their
+    ``*_bytes_per_node`` per stored node."""
 
     @abc.abstractmethod
     def initialize(self, rho, u) -> None:
@@ -57,6 +61,14 @@ class ComputeEngine(abc.ABC):
 
     def describe(self) -> str:
         return f"{type(self).__name__}({self.lattice.name}, {self.dtype.name}, {self.backend.name})"
+
+
+@runtime_checkable
+class ComputePlugin(Protocol):
+    """The parameters of a scheme (a registered compute plug-in): they build its engine."""
+
+    def create(self, lattice: Lattice, tags: NodeTags, backend: Backend,
+               dtype: np.dtype) -> ComputeEngine: ...
 
 
 def check_memory(backend: Backend, nodes: int, bytes_per_node: int, hint: str = "") -> None:

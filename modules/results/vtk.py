@@ -20,11 +20,12 @@ from xml.sax.saxutils import quoteattr
 import attrs
 import numpy as np
 
+from thelma_py.files import atomic_path, atomic_write_text, ensure_writable_dir
 from thelma_py.modules.results import vtk_xml
 from thelma_py.modules.results.background import BackgroundWriter
 from thelma_py.modules.results.derived import DERIVED
-from thelma_py.modules.results.files import atomic_path, atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
+from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 FIELDS = ("rho", "p", "u", "speed", "vorticity", "q_criterion", "kind")
@@ -264,7 +265,7 @@ def pvd_text(entries: list[tuple[int, str]]) -> str:
 
 @register("results", "vtk")
 @attrs.define(kw_only=True)
-class VtkWriter:
+class VtkWriter(Results):
     """ParaView output: <path>/<prefix>_<step>.vti every N steps, indexed by <prefix>.pvd."""
 
     supports_distributed = True  # one piece per rank and a .pvti (see _write_piece)
@@ -373,7 +374,7 @@ class VtkWriter:
         if self.crop is not None or self.subsample != 1:
             raise ValueError("crop and subsample are not available in distributed runs yet")
         box = solver.rank_box
-        rho, u, kind = solver.engine.piece_fields()
+        rho, u, kind = solver.piece_fields()
         raw = {"rho": np.array(rho), "u": np.array(u), "kind": np.array(kind)}
         stem = f"{self.prefix}_{step:08d}"
         lower, _ = box.piece()

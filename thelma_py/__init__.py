@@ -25,4 +25,5 @@ def plugin(kind: str, name: str, **params):
 
 
 __all__ = ["D2Q9", "D3Q19", "D3Q27", "DivergenceError", "Every", "Results", "RunInterrupted",
-           "Solver", "available", "compose", "create", "geometry", "lattice", "plugin", "register", "units"]
+           "Solver", "available", "compose", "create", "geometry", "lattice", "plugin", "register",
+           "units"]

@@ -317,8 +317,7 @@ class VtkWriter(Results):
         """Create the output directory and check that it is writable; on a GPU, pin the host
         buffers of the snapshots that can be in flight at once."""
         ensure_writable_dir(self.path, who="vtk results")
-        if self.background and getattr(solver, "rank_box", None) is None and hasattr(
-                solver, "reserve_host_copies"):
+        if self.background and solver.rank_box is None:
             solver.reserve_host_copies(QUEUE_DEPTH + 1)
         self._ready = True
 
@@ -333,17 +332,13 @@ class VtkWriter(Results):
             self.start(solver)
         self._worker.check()  # an error of an earlier write surfaces here
         step = int(solver.time_step)
-        if getattr(solver, "rank_box", None) is not None:
+        if solver.rank_box is not None:
             self._write_piece(solver, step)
             return
-        if self.background and hasattr(solver, "fields_later"):
-            raw = solver.fields_later()  # the worker waits for the copy (GPU: it overlaps)
-        elif self.background:  # the engine may reuse its arrays: the worker gets its own copy
-            raw = {name: np.array(array, copy=True) for name, array in solver.fields().items()}
-        else:
-            raw = solver.fields()
+        # background: the worker waits for the copy (on a GPU it overlaps the next steps)
+        raw = solver.fields_later() if self.background else solver.fields()
         job = (self.path / f"{self.prefix}_{step:08d}.vti", step, raw,
-               getattr(solver.tags, "periodic", None), self._local_crop(solver),
+               solver.tags.periodic, self._local_crop(solver),
                tuple(solver.tags.lower))
         if self.background:
             self._worker.submit(self._write, *job)
@@ -404,8 +399,7 @@ class VtkWriter(Results):
         if not self._ready:
             self.start(solver)
         self.flush()
-        box = getattr(solver, "rank_box", None)
-        if box is None or box.cart.rank == 0:
+        if solver.lead:
             atomic_write_text(self.pvd_path, pvd_text(self.written))
 
     def state_dict(self) -> dict:

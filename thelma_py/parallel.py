@@ -25,7 +25,14 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
-from thelma_py.compute import ComputeEngine, DistributableEngine, OverlappingEngine
+from thelma_py.compute import (
+    ComputeEngine,
+    ComputePlugin,
+    DistributableEngine,
+    OverlappingEngine,
+)
+from thelma_py.domain import Domain
+from thelma_py.nodes import NodeTags
 
 LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -555,3 +562,19 @@ class DistributedEngine(ComputeEngine):
     @property
     def memory_bytes_per_node(self) -> int:
         return self.engine.memory_bytes_per_node
+
+
+def build_rank(comm, geometry: Domain, lattice, compute: ComputePlugin, backend, dtype,
+               dims: str | Sequence[int] | None) -> tuple[RankBox, NodeTags, DistributedEngine]:
+    """This rank's sub-box, the tags of its owned nodes and its engine on the grown box.
+
+    On a GPU, the rank's device (local rank mod device count) is made current first, before
+    any allocation. ``dims``: ranks per axis ('1x1x4' or a tuple), None to choose them."""
+    device = select_device(comm) if backend.is_gpu else None
+    if isinstance(dims, str):
+        dims = parse_dims(dims, geometry.dim)
+    box = RankBox.create(comm, geometry.shape, geometry.periodic, dims, gpu=backend.is_gpu)
+    tags = geometry.evaluate(lattice, box.lower, box.shape)
+    grown = geometry.evaluate(lattice, box.grown_lower, box.grown_shape, ghost=True)
+    local = compute.create(lattice, grown, backend, dtype)
+    return box, tags, DistributedEngine(local, box, device)

@@ -128,7 +128,10 @@ class Solver:
         if comm is None and (self.decomposition is not None or parallel.launched_by_mpi()):
             comm = parallel.world()
         if comm is not None and (comm.size > 1 or self.decomposition is not None):
-            self._build_distributed(comm)
+            check_distributed(self.results)
+            self.rank_box, self.tags, self.engine = parallel.build_rank(
+                comm, self.geometry, self.lattice, self.compute, self.backend, self.dtype,
+                self.decomposition)
         else:
             self.tags = self.geometry.evaluate(self.lattice)
             self.engine = self.compute.create(self.lattice, self.tags, self.backend, self.dtype)
@@ -140,22 +143,6 @@ class Solver:
         rho, u = self.init.fields(coords, self.tags.tags.shape, window)
         self.engine.initialize(self.backend.to_device(rho.astype(self.dtype)),
                                self.backend.to_device(u.astype(self.dtype)))
-
-    def _build_distributed(self, comm) -> None:
-        # one GPU per rank (local rank mod device count), made current before any allocation
-        device = parallel.select_device(comm) if self.backend.is_gpu else None
-        check_distributed(self.results)
-        dims = self.decomposition
-        if isinstance(dims, str):
-            dims = parallel.parse_dims(dims, self.geometry.dim)
-        self.rank_box = box = parallel.RankBox.create(comm, self.geometry.shape,
-                                                      self.geometry.periodic, dims,
-                                                      gpu=self.backend.is_gpu)
-        self.tags = self.geometry.evaluate(self.lattice, box.lower, box.shape)
-        grown = self.geometry.evaluate(self.lattice, box.grown_lower, box.grown_shape,
-                                       ghost=True)
-        local = self.compute.create(self.lattice, grown, self.backend, self.dtype)
-        self.engine = parallel.DistributedEngine(local, box, device)
 
     # -- information -------------------------------------------------------------------------
     @property

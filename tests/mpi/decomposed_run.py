@@ -52,7 +52,7 @@ def main(dims: str, lattice: str, scheme: str, out: str = "", steps: int = 60) -
     parts.run(steps)
     parts.finish()
     box = parts.rank_box
-    rho_piece = parts.engine.piece_fields()[0]
+    rho_piece = parts.piece_fields()[0]
     pieces = comm.gather((box.lower, box.shape, parts.density(), parts.velocity(),
                           stored(parts.engine.state()), ~parts.tags.solid, box.piece(),
                           rho_piece), root=0)

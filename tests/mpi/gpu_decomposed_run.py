@@ -61,7 +61,7 @@ def main(precision: str, case: str, mode: str, dims: str = "auto", scheme: str =
         parts.run(steps)
     box = parts.rank_box
     fluid = ~parts.tags.solid
-    rho_piece = parts.engine.piece_fields()[0].get()  # output piece: owned + the seam plane
+    rho_piece = parts.piece_fields()[0].get()  # output piece: owned + the seam plane
     pieces = comm.gather((box.lower, box.shape, parts.density(), parts.velocity(),
                           stored(parts.engine.state()), fluid, type(parts.engine.exchange).name,
                           box.piece(), rho_piece), root=0)

@@ -30,15 +30,15 @@ LATTICES = (D2Q9, D3Q19, D3Q27)
 PRECISIONS = ("float32", "float64")
 
 
-def _open_sets(lattice, scheme: str) -> list[tuple]:
+def _open_sets(lattice, scheme: str) -> dict[str, tuple]:
     """Open-boundary sets to render: none, local rules, and (not AA) copy rules with an edge."""
     local = (("VELOCITY", "-x"), ("PRESSURE", "+x"), ("EQUILIBRIUM_VELOCITY", "-y"),
              ("EQUILIBRIUM_PRESSURE", "+y"))
-    sets = [(), local]
+    sets = {"none": (), "local": local}
     if scheme != "aa":
         edge = "-y+z" if lattice.d == 3 else "-x+y"
-        sets.append((("VELOCITY", "-x"), ("OUTFLOW", "+x"), ("FREE_SLIP", "-y"),
-                     ("FREE_SLIP", edge)))
+        sets["copy"] = (("VELOCITY", "-x"), ("OUTFLOW", "+x"), ("FREE_SLIP", "-y"),
+                        ("FREE_SLIP", edge))
     return sets
 
 
@@ -55,9 +55,10 @@ def lbm_sources() -> Iterator[tuple[str, str]]:
             continue
         for storage, scheme in (("dense", "pull"), ("dense", "push"), ("dense", "aa"),
                                 ("sparse", "pull"), ("sparse", "aa")):
-            for moving, force, opened, curved, opt in itertools.product(
-                    (True, False), (False, True), _open_sets(lattice, scheme), (False, True),
-                    range(len(options))):
+            open_sets = _open_sets(lattice, scheme)
+            for moving, force, open_set, curved, opt in itertools.product(
+                    (True, False), (False, True), open_sets, (False, True), range(len(options))):
+                opened = open_sets[open_set]
                 if curved and scheme != "pull":
                     continue
                 if storage == "sparse" and scheme == "aa" and (opened or curved):
@@ -68,7 +69,7 @@ def lbm_sources() -> Iterator[tuple[str, str]]:
                              force=_force(lattice, force), cuda_options=options[opt],
                              mrt_odd="magic" if force else "published")
                 label = (f"lbm/{storage}/{lattice.name}/{precision}/{collision}/{scheme}/"
-                         f"moving={int(moving)}/force={int(force)}/open={len(opened)}/"
+                         f"moving={int(moving)}/force={int(force)}/open={open_set}/"
                          f"curved={int(curved)}/opt={opt}")
                 yield label, params.kernel_source(lattice, precision, moving_walls=moving,
                                                   boundaries=opened, interpolated=curved)
@@ -104,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", type=Path, help="compare with a file --write made")
     parser.add_argument("--sources", type=Path, help="write each source into this folder")
     args = parser.parse_args(argv)
-    lines = []
+    lines, labels = [], set()
     for label, text in sources():
+        if label in labels:
+            raise AssertionError(f"two configurations are labelled {label}")
+        labels.add(label)
         lines.append(f"{digest(text)}  {label}")
         if args.sources:
             path = args.sources / (label.replace("/", "__") + ".cu")

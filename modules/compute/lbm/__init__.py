@@ -8,7 +8,6 @@ code (:mod:`.collision`) for the GPU.
 from __future__ import annotations
 
 import itertools
-import math
 
 import attrs
 import numpy as np
@@ -16,6 +15,8 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.compute_params import check_nu as _check_nu
+from thelma_py.compute_params import force_tuple as _force_tuple
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import (
     COLLISIONS,
@@ -25,6 +26,7 @@ from thelma_py.modules.compute.lbm.collision import (
     trt_omega_minus,
 )
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
+from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
 from thelma_py.modules.compute.lbm.sparse import STORAGES, create_sparse
@@ -37,18 +39,6 @@ ODD_MOMENTS = ("qx", "qy", "qz", "mx", "my", "mz")
 """MRT moments that ``mrt_odd='magic'`` relaxes at ω⁻."""
 
 
-def _check_nu(instance, attribute, value):
-    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise ValueError(f"nu must be a positive kinematic viscosity in lattice units, got "
-                         f"{value!r} (tau = 3 nu + 1/2 must exceed 1/2)")
-    if 3.0 * value + 0.5 > 50:
-        raise ValueError(f"nu = {value} gives tau = {3 * value + 0.5:.1f}; above 50 the scheme "
-                         "is inaccurate. Use a finer lattice or a larger lattice velocity.")
-
-
-CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
-
-
 def _check_cuda_options(instance, attribute, value):
     unknown = set(value) - set(CUDA_OPTIONS)
     if unknown:
@@ -56,10 +46,6 @@ def _check_cuda_options(instance, attribute, value):
     block = value.get("block", 128)
     if not (isinstance(block, int) and 32 <= block <= 1024 and block % 32 == 0):
         raise ValueError(f"cuda_options block must be a multiple of 32 in 32..1024, got {block!r}")
-
-
-def _force_tuple(value):
-    return None if value is None else tuple(float(v) for v in value)
 
 
 @register("compute", "lbm")

@@ -1,22 +1,22 @@
 """CUDA LBM engine: generated kernels (:mod:`.kernels`) launched through CuPy.
 
-Only this module and :mod:`thelma_py.backend` import cupy. Kernels are compiled once per source
-text (CuPy also caches the binaries on disk). Runs of many steps on small domains are replayed
-from a captured CUDA graph so that Python launch overhead disappears.
+Kernels are compiled once per source text (:func:`thelma_py.codegen.compile.compile_module`).
+Runs of many steps on small domains are replayed from a captured CUDA graph so that Python
+launch overhead disappears.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from thelma_py.backend import Backend
+from thelma_py.codegen.compile import compile_module
+from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm import CUDA_OPTIONS, layouts
+from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
-from thelma_py.modules.compute.lbm.kernels import edge_table, kernel_names, tile_flags
+from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names
 from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
 
@@ -24,16 +24,8 @@ GRAPH_STEPS = 32
 """Steps captured per CUDA graph (even, so two-buffer and AA schemes return to their parity)."""
 GRAPH_BELOW_NODES = 1 << 22
 """Use graphs for domains smaller than this (launch overhead matters only there)."""
-COMPILE_OPTIONS = ("-std=c++17",)
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
-
-
-@functools.lru_cache(maxsize=64)
-def _module(source: str):
-    import cupy
-
-    return cupy.RawModule(code=source, options=COMPILE_OPTIONS)
 
 
 class CudaLbm(ComputeEngine):
@@ -56,7 +48,7 @@ class CudaLbm(ComputeEngine):
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
         self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
-        module = _module(self.source)
+        module = compile_module(self.source)
         self.kernels = {key: module.get_function(name)
                         for key, name in kernel_names(self.scheme).items()}
         xp = cupy

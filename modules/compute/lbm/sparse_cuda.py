@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.backend import Backend
+from thelma_py.codegen.compile import compile_module
 from thelma_py.compute import check_memory
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.boundaries import face_label
-from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
+from thelma_py.modules.compute.lbm.cuda import CudaLbm
+from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.sparse import SparseState, _macroscopic
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
 from thelma_py.nodes import NodeTags
@@ -69,7 +70,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.source = params.kernel_source(
             lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
             boundaries=boundaries, interpolated=bool(len(tags.curved_nodes)))
-        self._compiled = module = _module(self.source)
+        self._compiled = module = compile_module(self.source)
         self.kernels = {key: module.get_function(name) for key, name in self.kernel_names.items()}
         self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
         xp = cupy

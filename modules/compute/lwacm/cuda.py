@@ -19,10 +19,11 @@ import attrs
 import numpy as np
 
 from thelma_py.backend import Backend
+from thelma_py.codegen.compile import compile_module
+from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
-from thelma_py.modules.compute.lbm.kernels import edge_table, tile_flags
+from thelma_py.modules.compute.lbm.cuda import CudaLbm
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
 from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate, kernel_names
 from thelma_py.modules.compute.lwacm.reference import (
@@ -75,7 +76,7 @@ class _CudaBase(CheckedState, ComputeEngine):
     def _compile(self) -> None:
         """The kernels of :attr:`config` (one RawModule per source text, cached)."""
         self.source = generate(self.config)
-        module = _module(self.source)
+        module = compile_module(self.source)
         self.kernels = {store: module.get_function(name)
                         for store, name in kernel_names(self.scheme).items()}
 

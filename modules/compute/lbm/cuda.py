@@ -16,7 +16,7 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
-from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names
+from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names, step_args
 from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
 
@@ -51,6 +51,7 @@ class CudaLbm(ComputeEngine):
         module = compile_module(self.source)
         self.kernels = {key: module.get_function(name)
                         for key, name in kernel_names(self.scheme).items()}
+        self.args = step_args(self.scheme).bind(real_t=self.dtype, tag_t=tags.tags.dtype)
         xp = cupy
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, xp)
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -192,14 +193,10 @@ class CudaLbm(ComputeEngine):
         z0, nz = planes or (0, self.nz)
         grid = ((self.nx + self.block - 1) // self.block, ny, nz)
         if self.scheme == "aa":
-            arrays = (self.buffers[0],)
+            buffers = {"f": self.buffers[0]}
         else:
-            arrays = (self.buffers[self.current], self.buffers[1 - self.current])
-        args = (*arrays, self.tag_words, self.tile_flags, self.bc, self.edge_bc,
-                np.int32(self.periodic), self.omega, self.omega_minus, np.int32(self.nx),
-                np.int32(self.ny), np.int32(self.nz), self.rho, self.u, self.open_table,
-                self.open_values, np.int32(y0), np.int32(z0), self.curved_nodes,
-                self.curved_weights, self.n_curved)
+            buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
+        args = self.args.pack(self, **buffers, y0=y0, z0=z0)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
         if not advance:
             return

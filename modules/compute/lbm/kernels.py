@@ -25,6 +25,7 @@ import attrs
 from thelma_py.codegen import cuda
 from thelma_py.codegen.cuda import c3 as _c3
 from thelma_py.codegen.expr import Emitter, Expr
+from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
@@ -93,20 +94,24 @@ def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", 
     return cuda.wall_term(cfg.lattice, i, wall_momentum, at)
 
 
-def _signature(cfg: KernelConfig, name: str) -> str:
-    two = cfg.scheme != "aa"
-    arrays = ("const real_t* __restrict__ src, real_t* __restrict__ dst" if two
-              else "real_t* __restrict__ f")
-    return (f'extern "C" __global__ void {cfg.launch_bounds} {name}(\n'
-            f"    {arrays},\n"
-            "    const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,\n"
-            "    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,\n"
-            "    real_t omega, real_t omega_minus, int nx, int ny, int nz,\n"
-            "    real_t* __restrict__ rho_out, real_t* __restrict__ u_out,\n"
-            "    const int* __restrict__ open_table, const real_t* __restrict__ open_values,\n"
-            "    int y0, int z0,\n"
-            "    const int* __restrict__ curved_nodes, const real_t* __restrict__ curved_weights,"
-            " int n_curved)")
+def step_args(scheme: str) -> KernelArgs:
+    """Arguments of the step kernels: the population buffers (``f`` for AA, else ``src`` and
+    ``dst``) and the node range ``y0``, ``z0`` are given at each launch, the rest is held by
+    the engine (:class:`.cuda.CudaLbm`) under the names in ``source``."""
+    buffers = ([Arg("f", "real_t*", GIVEN)] if scheme == "aa" else
+               [Arg("src", "const real_t*", GIVEN), Arg("dst", "real_t*", GIVEN)])
+    return KernelArgs("lbm step", [
+        buffers,
+        [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
+        [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int")],
+        [Arg("omega", "real_t"), Arg("omega_minus", "real_t"), Arg("nx", "int"),
+         Arg("ny", "int"), Arg("nz", "int")],
+        [Arg("rho_out", "real_t*", "rho"), Arg("u_out", "real_t*", "u")],
+        [Arg("open_table", "const int*"), Arg("open_values", "const real_t*")],
+        [Arg("y0", "int", GIVEN), Arg("z0", "int", GIVEN)],
+        [Arg("curved_nodes", "const int*"), Arg("curved_weights", "const real_t*"),
+         Arg("n_curved", "int")],
+    ])
 
 
 def _writes(cfg: KernelConfig, parity: str) -> list[str]:
@@ -182,7 +187,8 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
         code += "\n" + "\n".join([f"    rho_out[n] = {rho};"] +
                                   [f"    u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
-    return f"{_signature(cfg, name)}\n{{\n{cuda.prologue(offsets=True)}\n{code}\n}}\n"
+    signature = step_args(cfg.scheme).signature(name, cfg.launch_bounds)
+    return f"{signature}\n{{\n{cuda.prologue(offsets=True)}\n{code}\n}}\n"
 
 
 def kernel_names(scheme: str) -> dict[tuple[str, bool], str]:

@@ -74,8 +74,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
         out += [f"rho_out[n] = {rho};"] + [f"u_out[{a} * N + n] = {ua};"
                                             for a, ua in enumerate(u)]
     out += _writes(cfg, parity)
-    signature = _signature(cfg, AA_KERNELS[(parity, store)], False).replace(
-        "const real_t* __restrict__ src, real_t* __restrict__ dst", "real_t* __restrict__ f")
+    signature = _signature(cfg, AA_KERNELS[(parity, store)], False)
     return (f"{signature}\n{{\n" + "\n".join(pad + line for line in lines) + f"\n{body}\n"
             + "\n".join(pad + line for line in out) + "\n}\n")
 
@@ -145,10 +144,8 @@ class CudaSparseAaLbm(CudaSparseLbm):
 
     def _launch(self, store: bool) -> None:
         parity = "odd" if self.phase == "post-even" else "even"
-        args = (self.buffers[0], self.nbr, self.bc, self.omega, self.omega_minus,
-                np.int32(self.domain.count), self.rho, self.u)
         self.kernels[(parity, store)](((self.domain.count + self.block - 1) // self.block,),
-                                      (self.block, 1, 1), args)
+                                      (self.block, 1, 1), self.args.pack(self, f=self.buffers[0]))
         self.phase = "post-odd" if parity == "odd" else "post-even"
 
     def poison(self) -> None:

@@ -16,7 +16,7 @@ from thelma_py.modules.compute.lbm.boundaries import face_label
 from thelma_py.modules.compute.lbm.cuda import CudaLbm
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.sparse import SparseState, _macroscopic
-from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
+from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS, step_args
 from thelma_py.nodes import NodeTags
 
 
@@ -82,6 +82,9 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.open_kernels = ({store: module.get_function(name)
                               for store, name in OPEN_KERNELS.items()} if self.n_open else {})
         self.open = {name: xp.asarray(np.ascontiguousarray(a)) for name, a in opened.items()}
+        types = {"real_t": self.dtype}
+        self.args = step_args(self.scheme if self.buffer_count == 2 else "aa").bind(**types)
+        self.open_args = step_args("pull", open_nodes=True).bind(**types)
         self.buffers = [xp.empty((lattice.q, dom.count), dtype=self.dtype)
                         for _ in range(self.buffer_count)]
         self.rho = xp.empty(dom.count, dtype=self.dtype)
@@ -156,17 +159,17 @@ class CudaSparseLbm(SparseState, CudaLbm):
 
     # -- stepping ----------------------------------------------------------------------------
     def _launch(self, store: bool) -> None:
-        src, dst = self.buffers[self.current], self.buffers[1 - self.current]
-        args = (src, dst, self.nbr, self.bc, self.omega, self.omega_minus,
-                np.int32(self.domain.count), self.rho, self.u)
+        buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
         block = (self.block, 1, 1)
-        self.kernels[store](((self.domain.count + self.block - 1) // self.block,), block, args)
+        self.kernels[store](((self.domain.count + self.block - 1) // self.block,), block,
+                            self.args.pack(self, **buffers))
         if self.n_open:  # rebuild the open-boundary nodes over what the bulk kernel wrote
             o = self.open
             self.open_kernels[store](
                 ((self.n_open + self.block - 1) // self.block,), block,
-                (*args, np.int32(self.n_open), o["node"], o["arm"], o["values"], o["src"],
-                 o["curved"]))
+                self.open_args.pack(self, **buffers, open_node=o["node"], open_arm=o["arm"],
+                                    open_values=o["values"], open_src=o["src"],
+                                    curved=o["curved"]))
         self.current = 1 - self.current
 
     def poison(self) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from thelma_py.codegen import cuda
 from thelma_py.codegen.expr import Emitter, Expr
+from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
@@ -61,16 +62,27 @@ def _header(cfg: KernelConfig) -> str:
     return "\n".join(cuda.header(kernel_name(cfg), __name__, cfg.real) + [cuda.STORE])
 
 
+def step_args(scheme: str, open_nodes: bool = False) -> KernelArgs:
+    """Arguments of the sparse kernels: the buffers (``f`` for AA, else ``src`` and ``dst``)
+    and the open kernel's node arrays (:func:`.sparse_cuda.open_arrays`) are given at each
+    launch, the rest is held by the engine (:class:`.sparse_cuda.CudaSparseLbm`)."""
+    buffers = ([Arg("f", "real_t*", GIVEN)] if scheme == "aa" else
+               [Arg("src", "const real_t*", GIVEN), Arg("dst", "real_t*", GIVEN)])
+    lines = [buffers, [Arg("nbr", "const int*"), Arg("bc", "const real_t*")],
+             [Arg("omega", "real_t"), Arg("omega_minus", "real_t"),
+              Arg("n_nodes", "int", "nodes")],
+             [Arg("rho_out", "real_t*", "rho"), Arg("u_out", "real_t*", "u")]]
+    if open_nodes:
+        lines += [[Arg("n_open", "int"), Arg("open_node", "const int*", GIVEN),
+                   Arg("open_arm", "const int*", GIVEN)],
+                  [Arg("open_values", "const real_t*", GIVEN),
+                   Arg("open_src", "const int*", GIVEN)],
+                  [Arg("curved", "const real_t*", GIVEN)]]
+    return KernelArgs("lbm sparse open" if open_nodes else "lbm sparse step", lines)
+
+
 def _signature(cfg: KernelConfig, name: str, open_nodes: bool) -> str:
-    extra = (",\n    int n_open, const int* __restrict__ open_node, "
-             "const int* __restrict__ open_arm,\n"
-             "    const real_t* __restrict__ open_values, const int* __restrict__ open_src,\n"
-             "    const real_t* __restrict__ curved" if open_nodes else "")
-    return (f'extern "C" __global__ void {cfg.launch_bounds} {name}(\n'
-            "    const real_t* __restrict__ src, real_t* __restrict__ dst,\n"
-            "    const int* __restrict__ nbr, const real_t* __restrict__ bc,\n"
-            "    real_t omega, real_t omega_minus, int n_nodes,\n"
-            f"    real_t* __restrict__ rho_out, real_t* __restrict__ u_out{extra})")
+    return step_args(cfg.scheme, open_nodes).signature(name, cfg.launch_bounds)
 
 
 def _local_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:

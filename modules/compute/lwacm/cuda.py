@@ -25,7 +25,12 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.cuda import CudaLbm
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
-from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate, kernel_names
+from thelma_py.modules.compute.lwacm.kernels import (
+    TWO_STEP_ARGS,
+    LwacmKernelConfig,
+    generate,
+    kernel_names,
+)
 from thelma_py.modules.compute.lwacm.reference import (
     CheckedState,
     TwoStepSizes,
@@ -102,6 +107,7 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         xp = self.cp
         wall_tags = two_step_wall_tags(tags, params.kappa)
         self.bc = xp.asarray(wall_tags.bc_table.astype(self.dtype).reshape(-1))
+        self.args = TWO_STEP_ARGS.bind(real_t=self.dtype, tag_t=tags.tags.dtype)
         q = lattice.q
         self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(2)]
         self.j = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
@@ -145,9 +151,8 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
 
     def _launch(self, store: bool) -> None:
         grid = ((self.nx + TWO_STEP_BLOCK - 1) // TWO_STEP_BLOCK, self.ny, self.nz)
-        args = (self.buffers[self.current], self.buffers[1 - self.current], self.j,
-                self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
-                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz))
+        args = self.args.pack(self, src=self.buffers[self.current],
+                              dst=self.buffers[1 - self.current])
         self.kernels[store](grid, (TWO_STEP_BLOCK, 1, 1), args)
         self.current = 1 - self.current
 
@@ -179,6 +184,8 @@ class CudaLwacmFused(_CudaBase):
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
+        self.args = fused_kernels.ARGS.bind(real_t=self.dtype, node_t=self.dtype,
+                                            tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
@@ -259,11 +266,10 @@ class CudaLwacmFused(_CudaBase):
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)
-        args = (self.buffers[self.current], self.buffers[1 - self.current],
-                self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
-                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz),
-                np.int32(self.chunk), np.int32(row_first), np.int32(row_first + row_count),
-                np.int32(march_first), np.int32(march_first + march_count))
+        args = self.args.pack(self, src=self.buffers[self.current],
+                              dst=self.buffers[1 - self.current], row_first=row_first,
+                              row_last=row_first + row_count, march_first=march_first,
+                              march_last=march_first + march_count)
         self.kernels[store](grid, (px, py, 1), args)
         if advance:
             self.current = 1 - self.current

@@ -28,6 +28,7 @@ import numpy as np
 
 from thelma_py.codegen import cuda
 from thelma_py.codegen.expr import Emitter, Expr
+from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.codegen.tag_tables import any_per_tile
 from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
@@ -36,6 +37,18 @@ from thelma_py.modules.compute.lwacm.reference import fused_block
 from thelma_py.tags import LINK_SHIFT
 
 AXES = "xyz"
+ARGS = KernelArgs("lwacm single step", [
+    [Arg("src", "const node_t*", GIVEN), Arg("dst", "node_t*", GIVEN)],
+    [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
+    [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int")],
+    [Arg("kappa", "real_t"), Arg("nx", "int"), Arg("ny", "int"), Arg("nz", "int"),
+     Arg("chunk", "int")],
+    [Arg("row_first", "int", GIVEN), Arg("row_last", "int", GIVEN),
+     Arg("march_first", "int", GIVEN), Arg("march_last", "int", GIVEN)],
+])
+"""Arguments of ``lwacm_fused_step`` (``node_t``: records of four reals): the record buffers
+and the row and plane ranges are given at each launch, the rest is held by the engine
+(:class:`.cuda.CudaLwacmFused`)."""
 
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
@@ -197,12 +210,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0) -
                 }}
 """ if moving_walls else "")
     return f"""
-extern "C" __global__ void {cuda.launch_bounds(px * py, min_blocks)} lwacm_fused_step(
-    const node_t* __restrict__ src, node_t* __restrict__ dst,
-    const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,
-    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,
-    real_t kappa, int nx, int ny, int nz, int chunk,
-    int row_first, int row_last, int march_first, int march_last)
+{ARGS.signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;

@@ -24,12 +24,22 @@ import attrs
 
 from thelma_py.codegen import cuda
 from thelma_py.codegen.expr import Emitter, Expr
+from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_rows
 
 SCHEMES = ("two-step", "fused")
 AXES = "xyz"
+TWO_STEP_ARGS = KernelArgs("lwacm two-step", [
+    [Arg("src", "const real_t*", GIVEN), Arg("dst", "real_t*", GIVEN)],
+    [Arg("j_s", "real_t*", "j")],
+    [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
+    [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int")],
+    [Arg("kappa", "real_t"), Arg("nx", "int"), Arg("ny", "int"), Arg("nz", "int")],
+])
+"""Arguments of ``lwacm_step``: the f* buffers are given at each launch, the rest is held by
+the engine (:class:`.cuda.CudaLwacm`)."""
 
 
 @attrs.frozen
@@ -92,13 +102,7 @@ def _two_step_kernel(cfg: LwacmKernelConfig) -> str:
              "if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
     tail = [f"j_s[{a} * N + n] = {ja};" for a, ja in enumerate(j)]
     tail += [f"dst[{i} * N + n] = p{i};" for i in range(lat.q)]
-    signature = (
-        f'extern "C" __global__ void __launch_bounds__({cfg.block}) lwacm_step(\n'
-        "    const real_t* __restrict__ src, real_t* __restrict__ dst,\n"
-        "    real_t* __restrict__ j_s,\n"
-        "    const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,\n"
-        "    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,\n"
-        "    real_t kappa, int nx, int ny, int nz)")
+    signature = TWO_STEP_ARGS.signature("lwacm_step", cuda.launch_bounds(cfg.block))
     return (f"{signature}\n{{\n{cuda.prologue()}\n{_indent(head)}\n{em.code(4)}\n"
             f"{_indent(tail)}\n}}\n")
 

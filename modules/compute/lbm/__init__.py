@@ -14,7 +14,7 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
-from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.compute import ComputeEngine, check_memory, node_blocks
 from thelma_py.compute_params import check_nu as _check_nu
 from thelma_py.compute_params import force_tuple as _force_tuple
 from thelma_py.lattice import Lattice
@@ -29,7 +29,8 @@ from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
-from thelma_py.modules.compute.lbm.sparse import STORAGES, create_sparse
+from thelma_py.modules.compute.lbm.sparse import STORAGES
+from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.units import RelaxationTime
@@ -178,9 +179,7 @@ class NumpyLbm(ComputeEngine):
         self._copies = [_shift_copies(c[::-1], self.shape) for c in lattice.c.tolist()]
         # Collide in blocks of nodes so that the dozens of temporaries the collision creates
         # stay in cache; elementwise arithmetic makes the result independent of the blocking.
-        nodes = int(np.prod(self.shape))
-        block = max(1, BLOCK_BYTES // (lattice.q * dtype.itemsize))
-        self._blocks = [slice(a, min(a + block, nodes)) for a in range(0, nodes, block)]
+        self._blocks = node_blocks(int(np.prod(self.shape)), lattice.q * dtype.itemsize)
 
     @property
     def traffic_bytes_per_node(self) -> int:
@@ -254,10 +253,6 @@ class NumpyLbm(ComputeEngine):
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.f.dtype}{self.f.shape}")
         self.f = f.copy()
-
-
-BLOCK_BYTES = 1 << 20
-"""Populations per collision block in the NumPy engine, in bytes (tuned on a 2-core CPU)."""
 
 
 def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:

@@ -15,7 +15,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import face_label
 from thelma_py.modules.compute.lbm.cuda import CudaLbm
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
-from thelma_py.modules.compute.lbm.sparse import SparseState, _macroscopic
+from thelma_py.modules.compute.lbm.sparse import SparseState, fluid_moments
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS, step_args
 from thelma_py.nodes import NodeTags
 
@@ -55,6 +55,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
 
     buffer_count = 2
     kernel_names = KERNELS
+    scheme = "pull"
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         import cupy
@@ -62,7 +63,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.cp = cupy
         self._setup(params, lattice, tags, backend, dtype)
         dom = self.domain
-        self.scheme, self.phase, self.current = "pull", "post-even", 0
+        self.phase, self.current = "post-even", 0
         self.nodes = dom.count
         check_memory(backend, dom.count, self.memory_bytes_per_node,
                      hint="memory is counted per stored (non-solid) node")
@@ -83,7 +84,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
                               for store, name in OPEN_KERNELS.items()} if self.n_open else {})
         self.open = {name: xp.asarray(np.ascontiguousarray(a)) for name, a in opened.items()}
         types = {"real_t": self.dtype}
-        self.args = step_args(self.scheme if self.buffer_count == 2 else "aa").bind(**types)
+        self.args = step_args(self.scheme).bind(**types)
         self.open_args = step_args("pull", open_nodes=True).bind(**types)
         self.buffers = [xp.empty((lattice.q, dom.count), dtype=self.dtype)
                         for _ in range(self.buffer_count)]
@@ -100,7 +101,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         f = xp.asarray(f_sparse)
         self._hold(f)
         if rho is None:
-            rho, u = _macroscopic(self.lattice, self.params.force, f, xp)
+            rho, u = fluid_moments(self.lattice, self.params.force, f, xp)
         self.rho[...] = xp.asarray(rho)
         self.u[...] = xp.asarray(u)
         self.current, self.phase = 0, "post-even"

@@ -11,6 +11,9 @@ small kernel after the bulk one: it recomputes them from ``src`` with their rule
 (:mod:`.boundaries`, :mod:`.interpolated`, traced; one arm per (kind, face) and one for
 interpolated links) and overwrites what the bulk kernel wrote there. Both kernels exist
 twice: ``*_macro`` also stores ρ and u.
+
+The kernels of the in-place AA scheme (``AA_KERNELS``, described in :mod:`.sparse_aa`) are
+generated here too, from the same pieces.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
 from thelma_py.modules.compute.lbm.kernels import KernelConfig, _collision
+from thelma_py.modules.compute.lbm.sparse import AA_REFUSAL
 
 KERNELS = {False: "lbm_sparse_step", True: "lbm_sparse_step_macro"}
 OPEN_KERNELS = {False: "lbm_sparse_open", True: "lbm_sparse_open_macro"}
@@ -178,11 +182,77 @@ def _open_kernel(cfg: KernelConfig, store: bool) -> str:
             f"{_body(cfg, store, 'o')}\n}}\n")
 
 
+# -- AA in place (one buffer; see :mod:`.sparse_aa`) ----------------------------------------------
+
+AA_KERNELS = {(parity, store): f"lbm_sparse_step_{parity}{'_macro' if store else ''}"
+              for parity in ("even", "odd") for store in (False, True)}
+
+
+def _aa_reads(cfg: KernelConfig, parity: str) -> list[str]:
+    lat = cfg.lattice
+    lines = []
+    for i in range(lat.q):
+        j = int(lat.opposite[i])
+        if parity == "even" or i == 0:
+            lines.append(f"real_t f{i} = f[{i} * N + n];")
+            continue
+        text = (f"real_t f{i}; {{ const int e = nbr[{i - 1} * N + n]; "
+                f"f{i} = f[e >= 0 ? {j} * N + e : {i} * N + n];")
+        if cfg.moving_walls:
+            text += f" if (e < 0) {{ const int r = -1 - e; f{i} += {_ladd(cfg, i)}; }}"
+        lines.append(text + " }")
+    return lines
+
+
+def _aa_writes(cfg: KernelConfig, parity: str) -> list[str]:
+    lat = cfg.lattice
+    store = "__stcs" if cfg.streaming_stores else "store"
+    lines = []
+    for i in range(lat.q):
+        j = int(lat.opposite[i])
+        if parity == "even":
+            lines.append(f"{store}(&f[{j} * N + n], p{i});")
+            continue
+        if i == 0:
+            lines.append(f"{store}(&f[n], p0);")
+            continue
+        # p_i heads for x + c_i = the upstream entry of ī; a wall there sends it back as ī
+        text = f"{{ const int k = nbr[{j - 1} * N + n]; real_t v = p{i};"
+        if cfg.moving_walls:
+            text += f" if (k < 0) {{ const int r = -1 - k; v += {_ladd(cfg, j)}; }}"
+        lines.append(text + f" {store}(k >= 0 ? &f[{i} * N + k] : &f[{j} * N + n], v); }}")
+    return lines
+
+
+def _aa_kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
+    pad = "    "
+    lines = ["const int n = blockIdx.x * blockDim.x + threadIdx.x;",
+             "if (n >= n_nodes) return;",
+             "const size_t N = (size_t)n_nodes;"] + _aa_reads(cfg, parity)
+    body, rho, u = _collision(cfg)
+    out = []
+    if store:
+        out += [f"rho_out[n] = {rho};"] + [f"u_out[{a} * N + n] = {ua};"
+                                            for a, ua in enumerate(u)]
+    out += _aa_writes(cfg, parity)
+    signature = _signature(cfg, AA_KERNELS[(parity, store)], False)
+    return (f"{signature}\n{{\n" + "\n".join(pad + line for line in lines) + f"\n{body}\n"
+            + "\n".join(pad + line for line in out) + "\n}\n")
+
+
+def generate_aa(cfg: KernelConfig) -> str:
+    """The complete CUDA source of one sparse AA configuration (deterministic text)."""
+    if cfg.boundaries or cfg.interpolated:
+        raise ValueError(AA_REFUSAL)
+    parts = [_header(cfg)]
+    parts += [_aa_kernel(cfg, parity, store) for parity in ("even", "odd")
+              for store in (False, True)]
+    return "\n".join(parts)
+
+
 def generate_sparse(cfg: KernelConfig) -> str:
     """The complete CUDA source of one sparse configuration (deterministic text)."""
     if cfg.scheme == "aa":
-        from thelma_py.modules.compute.lbm.sparse_aa import generate_aa
-
         return generate_aa(cfg)
     _check(cfg)
     parts = [_header(cfg)]

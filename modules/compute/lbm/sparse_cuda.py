@@ -1,6 +1,6 @@
 """CUDA LBM on sparse storage: kernels from :mod:`.sparse_kernels`, launched through CuPy.
 
-Step batching and CUDA-graph replay are :class:`.cuda.CudaLbm`'s (inherited); the state,
+Step batching and CUDA-graph replay are :class:`thelma_py.cuda_steps.GraphSteps`'; the state,
 the launches and the conversions to dense fields are this layout's own.
 """
 
@@ -10,10 +10,10 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.codegen.compile import compile_module
-from thelma_py.compute import check_memory
+from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.cuda_steps import GraphSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import face_label
-from thelma_py.modules.compute.lbm.cuda import CudaLbm
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.sparse import SparseState, fluid_moments
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS, step_args
@@ -50,7 +50,7 @@ def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str,
     return out
 
 
-class CudaSparseLbm(SparseState, CudaLbm):
+class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
     """Sparse-storage LBM on one GPU (pull, two buffers of (Q, N))."""
 
     buffer_count = 2

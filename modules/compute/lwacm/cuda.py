@@ -1,16 +1,18 @@
 """CUDA LW-ACM engines: generated kernels (:mod:`.kernels`) launched through CuPy.
 
 Built like :class:`thelma_py.modules.compute.lbm.cuda.CudaLbm`: the same compile cache (one
-RawModule per source text), the same tag tables, and its graph-batched :meth:`step` (runs of
-many steps on small domains replay a captured CUDA graph). The two-step state is f* and the
-momentum j = ρ u (ρ, u are computed from them on the device when asked for); the single-step
-records are ρ, u.
+RawModule per source text), the same tag tables, and the same stepping
+(:mod:`thelma_py.cuda_steps`: runs of many steps on small domains replay a captured CUDA
+graph). The two-step state is f* and the momentum j = ρ u (ρ, u are computed from them on the
+device when asked for); the single-step records are ρ, u.
 
 Distributed runs (:class:`thelma_py.parallel.DistributedEngine`) exchange :meth:`halo_arrays`
-through the LBM transports (NCCL, or MPI through the host where ranks share a GPU), then launch
-one step over the whole grown box: no overlap. Ghost nodes are updated too, from whatever they
-hold; owned nodes read only ghost values the exchange has just written (the crossing f* of the
-two-step scheme, whole records of the single-step one).
+through the LBM transports (NCCL, or MPI through the host where ranks share a GPU). Two-step
+ranks then launch one step over the whole grown box (no overlap; ghost nodes are updated too,
+from whatever they hold); single-step ranks overlap the exchange with the interior as LBM does
+(:class:`thelma_py.cuda_steps.OverlappedSteps`). Owned nodes read only ghost values the
+exchange has just written (the crossing f* of the two-step scheme, whole records of the
+single-step one).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from thelma_py.backend import Backend
 from thelma_py.codegen.compile import compile_module
 from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm.cuda import CudaLbm
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
 from thelma_py.modules.compute.lwacm.kernels import (
     TWO_STEP_ARGS,
@@ -47,7 +49,7 @@ TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
 
 
-class _CudaBase(CheckedState, ComputeEngine):
+class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
     scheme = "two-step"
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -74,7 +76,7 @@ class _CudaBase(CheckedState, ComputeEngine):
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
         self.kappa = self.dtype.type(params.kappa)
         self.current = 0
-        self.phase = "post-even"  # CudaLbm's graph cache keys on (current, phase)
+        self.phase = "post-even"  # the graph cache keys on (current, phase)
         self._graphs: dict = {}
         self._stream = None
 
@@ -84,10 +86,6 @@ class _CudaBase(CheckedState, ComputeEngine):
         module = compile_module(self.source)
         self.kernels = {store: module.get_function(name)
                         for store, name in kernel_names(self.scheme).items()}
-
-    # CudaLbm's stepping: graphs of GRAPH_STEPS plain launches, then the storing launch.
-    _graph = CudaLbm._graph
-    step = CudaLbm.step
 
     def distribute(self, box) -> None:
         """Run on the grown box of ``box`` (a :class:`thelma_py.parallel.RankBox`): the
@@ -167,7 +165,7 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         self.buffers[1 - self.current].fill(np.nan)
 
 
-class CudaLwacmFused(_CudaBase):
+class CudaLwacmFused(OverlappedSteps, _CudaBase):
     """Single-step LW-ACM on one GPU: (ρ, u_x, u_y, u_z) records in two buffers, shape
     (*S, 4), and nothing else per node but the tag (36 B in fp32). ρ and u are the state, so
     :meth:`macroscopic` hands out views of the current records (strided; copies are made only
@@ -279,13 +277,6 @@ class CudaLwacmFused(_CudaBase):
         layers only, the interior overlapped with the exchange of the records."""
         super().distribute(box)
         self._plan_layers(box)
-
-    # the LBM engine's schedule: interior [2, L − 2) on the current stream while the exchange
-    # and then the boundary layers 1 and L − 2 run on a second one (or, without overlap, the
-    # exchange and then one launch over [1, L − 1)); ghost layers are never updated
-    step_distributed = CudaLbm.step_distributed
-    _get_halo_stream = CudaLbm._get_halo_stream
-    _plan_layers = CudaLbm._plan_layers
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write (the other records) with NaN."""

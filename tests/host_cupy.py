@@ -1,5 +1,5 @@
-"""A stand-in for the few CuPy calls the sparse and LW-ACM CUDA engines make, for machines
-without a GPU.
+"""A stand-in for the few CuPy calls the CUDA engines (LBM dense and sparse, LW-ACM) make, for
+machines without a GPU.
 
 Arrays are NumPy arrays with a ``get()``; ``RawModule`` compiles the generated CUDA source as
 C++ for the host (CUDA keywords defined away) and runs every thread of a launch in turn. For
@@ -9,7 +9,9 @@ Python side (state layouts, launches, conversions) can be tested on the CPU. Ker
 shared memory and ``__syncthreads`` (the single-step LW-ACM) are told so by
 ``THELMA_HOST_THREADS``: there every thread stages whole planes itself, so a thread run alone
 sees the same shared values as in a block. Such blocks still run twice (a harmless repeat for
-two-buffer kernels, where a pass writes only ``dst``).
+two-buffer kernels, where a pass writes only ``dst``). Streams and events run everything in
+the order it is enqueued (the distributed schedule's launches read no value another one of the
+same step writes, so that order is one the GPU may take).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ using std::min;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __noinline__
 #define __launch_bounds__(...)
 #define __restrict__
 #define __shared__ static
@@ -119,15 +122,41 @@ class RawModule:
         return kernel
 
 
+class Event:
+    """A CUDA event whose work is always done (launches run when enqueued)."""
+
+    def __init__(self, disable_timing: bool = False):
+        pass
+
+
+class Stream:
+    """A CUDA stream that runs what is enqueued at once: ``with stream:``, events, priority."""
+
+    def __init__(self, non_blocking: bool = False, priority: int = 0):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def record(self, event: Event | None = None) -> Event:
+        return event or Event()
+
+    def wait_event(self, event: Event) -> None:
+        pass
+
+
 def module() -> types.ModuleType:
     """The stand-in, to be placed at ``sys.modules['cupy']``."""
     cp = types.ModuleType("cupy")
     cp.asarray = asarray
     cp.RawModule = RawModule
     for name in ("empty", "zeros", "ones", "full", "array", "where", "tensordot", "empty_like",
-                 "stack", "moveaxis", "ascontiguousarray"):
+                 "stack", "moveaxis", "ascontiguousarray", "roll"):
         setattr(cp, name, _wrap(getattr(np, name)))
-    cp.cuda = types.SimpleNamespace(get_current_stream=lambda: None)
+    cp.cuda = types.SimpleNamespace(get_current_stream=Stream, Stream=Stream, Event=Event)
     return cp
 
 

@@ -164,7 +164,7 @@ def test_open_face_errors():
 
 
 def test_open_nodes_flag_their_tiles():
-    from thelma_py.modules.compute.lbm.kernels import tile_flags
+    from thelma_py.codegen.tag_tables import tile_flags
 
     geo = Geometry((70, 5, 4), periodic=(False, True, True))
     geo.inlet("-x", velocity=(0.01, 0.0, 0.0))

@@ -183,8 +183,8 @@ def test_edge_table_of_a_rank_with_a_ghost_layer_beyond_the_lid_matches_one_doma
     """The top rank of a z cut stores a ghost layer beyond the lid: a link from the lid edge
     to (y = −1, ghost z) lies beyond −y *and* +z, where the lid (declared last) wins, as in one
     domain; the table bounds the domain's own layers so that wall_id finds that corner."""
+    from thelma_py.codegen.tag_tables import edge_table
     from thelma_py.geometry import Geometry
-    from thelma_py.modules.compute.lbm.kernels import edge_table
 
     lattice = LATTICES["D3Q19"]
     geo = Geometry((12, 10, 16), periodic=(True, False, False))

@@ -12,16 +12,10 @@ import pytest
 
 from tests.lbm_setups import CONFIGS, LATTICES, walled_geometry
 from tests.nvcc import compile_cubin
+from thelma_py.codegen.cuda import TILE
+from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.modules.compute.lbm import Lbm
-from thelma_py.modules.compute.lbm.kernels import (
-    SCHEMES,
-    TILE,
-    KernelConfig,
-    edge_table,
-    generate,
-    kernel_names,
-    tile_flags,
-)
+from thelma_py.modules.compute.lbm.kernels import SCHEMES, KernelConfig, generate, kernel_names
 
 
 def config(lattice_name, collision, real, scheme, moving=True, force=None):

@@ -224,7 +224,7 @@ def test_streaming_moves_populations_along_their_velocity():
 def test_collision_blocking_does_not_change_results(lattice, collision, monkeypatch):
     """The NumPy engine collides in cache-sized blocks of nodes; elementwise arithmetic makes
     the result bit-identical to one block, whatever the block boundaries."""
-    import thelma_py.modules.compute.lbm as lbm
+    import thelma_py.compute
 
     shape = shape_of(lattice)
     geo = Geometry(shape, periodic=(True,) + (False,) * (len(shape) - 1))
@@ -233,7 +233,7 @@ def test_collision_blocking_does_not_change_results(lattice, collision, monkeypa
     force = (1e-5,) + (0.0,) * (len(shape) - 1)
     runs = []
     for block_bytes in (1 << 30, 1000):  # one block; blocks of a few nodes, unaligned
-        monkeypatch.setattr(lbm, "BLOCK_BYTES", block_bytes)
+        monkeypatch.setattr(thelma_py.compute, "BLOCK_BYTES", block_bytes)
         solver = make(lattice, geo, collision, force=force)
         assert (len(solver.engine._blocks) == 1) == (block_bytes > 1e6)
         randomize(solver, seed=5)

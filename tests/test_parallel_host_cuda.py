@@ -1,11 +1,12 @@
-"""The CUDA LW-ACM engines decomposed, without a GPU: each rank's engine runs the generated
-kernels compiled for the host (tests/host_cupy.py) on its grown box, and an in-process
-transport follows :func:`thelma_py.parallel.halo_plan` message by message, as MPI and NCCL
-do. The owned nodes then equal a single-domain run of the same host kernels bit for bit: the
-kernels on grown boxes (ghost nodes stepped from stale values, walls beyond a face in a ghost
-layer through the edge table, a lid on the cut axis), the engines' halo arrays and the field
-plan of the single-step records are checked on every CPU run. What needs a GPU (NCCL, CUDA's
-own arithmetic, shared memory between real threads) is in tests/test_gpu_parallel.py."""
+"""The CUDA LW-ACM engines (and the overlapped steps of the dense LBM one) decomposed, without a
+GPU: each rank's engine runs the generated kernels compiled for the host (tests/host_cupy.py)
+on its grown box, and an in-process transport follows :func:`thelma_py.parallel.halo_plan`
+message by message, as MPI and NCCL do. The owned nodes then equal a single-domain run of the
+same host kernels bit for bit: the kernels on grown boxes (ghost nodes stepped from stale
+values, walls beyond a face in a ghost layer through the edge table, a lid on the cut axis),
+the engines' halo arrays, the field plan of the single-step records and the overlapped
+schedule are checked on every CPU run. What needs a GPU (NCCL, CUDA's own arithmetic, shared
+memory between real threads) is in tests/test_gpu_parallel.py."""
 
 from __future__ import annotations
 
@@ -63,6 +64,25 @@ def exchange(arrays: list, plans: list) -> None:
                 array[t.index(t.recv_layer)] = sent[t.frm]
 
 
+def decomposed(params, lattice, geo: Geometry, dims, dtype, backend):
+    """Rank engines on the grown boxes of a one-axis cut (distributed and initialised), their
+    halo plans, and one engine on the whole domain, initialised alike."""
+    axis = next(a for a, d in enumerate(dims) if d > 1)
+    boxes = [box_of(geo.shape, dims, r, geo.periodic[axis]) for r in range(max(dims))]
+    ranks = []
+    for box in boxes:
+        tags = geo.evaluate(lattice, box.grown_lower, box.grown_shape, ghost=True)
+        engine = params.create(lattice, tags, backend, dtype)
+        engine.distribute(box)
+        initialize(engine, geo, box.grown_lower, box.grown_shape)
+        ranks.append(engine)
+    plans = [halo_plan(lattice, box, fields=getattr(engine, "halo_fields", False))
+             for box, engine in zip(boxes, ranks, strict=True)]
+    whole = params.create(lattice, geo.evaluate(lattice), backend, dtype)
+    initialize(whole, geo, (0,) * geo.dim, geo.shape)
+    return boxes, ranks, plans, whole
+
+
 @pytest.mark.parametrize(("case", "dims", "fused", "precision"), [
     ("lid", (1, 1, 2), False, "float64"),      # the lid beyond the top rank's ghost layer
     ("lid", (1, 1, 3), True, "float64"),       # an inner rank with two neighbours
@@ -77,21 +97,9 @@ def test_host_cuda_lwacm_ranks_equal_one_domain_bit_for_bit(host_gpu, case, dims
     geo = geometry(case)
     params = (LwacmFused if fused else Lwacm)(nu=0.03)
     dtype = np.dtype(precision)
-    axis = next(a for a, d in enumerate(dims) if d > 1)
-    boxes = [box_of(geo.shape, dims, r, geo.periodic[axis]) for r in range(max(dims))]
-    ranks = []
-    for box in boxes:
-        tags = geo.evaluate(lattice, box.grown_lower, box.grown_shape, ghost=True)
-        engine = params.create(lattice, tags, host_gpu, dtype)
-        engine.distribute(box)
-        initialize(engine, geo, box.grown_lower, box.grown_shape)
-        ranks.append(engine)
+    boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, dtype, host_gpu)
     assert type(ranks[0]).__name__ == ("CudaLwacmFused" if fused else "CudaLwacm")
-    plans = [halo_plan(lattice, box, fields=getattr(engine, "halo_fields", False))
-             for box, engine in zip(boxes, ranks, strict=True)]
     assert all(not t.populations for t in plans[0]) == fused
-    whole = params.create(lattice, geo.evaluate(lattice), host_gpu, dtype)
-    initialize(whole, geo, (0,) * geo.dim, geo.shape)
     for _ in range(STEPS):
         exchange([engine.halo_arrays()[0] for engine in ranks], plans)
         for engine in ranks:
@@ -178,3 +186,48 @@ def test_host_cuda_single_step_in_parts_equals_one_launch(host_gpu, case, cut): 
     for a, b in zip(whole.macroscopic(), parts.macroscopic(), strict=True):
         np.testing.assert_array_equal(np.array(a), np.array(b))
     assert np.abs(np.array(whole.macroscopic()[1])).max() > 1e-3
+
+
+class _Exchanged:
+    """The exchange of a step already done for every rank (in-process ranks step one after
+    another, so all of them exchange first)."""
+
+    def exchange(self, array, stream) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("engine", "case", "dims", "overlap"), [
+    ("lbm", "lid", (1, 1, 3), True),        # an inner rank: both boundary layers and interior
+    ("lbm", "zperiodic", (1, 2, 1), False),  # a y cut, one launch over the owned rows
+    ("fused", "lid", (1, 1, 2), True),
+    ("fused", "2d", (1, 3), True),
+])
+def test_host_cuda_overlapped_steps_equal_one_domain_bit_for_bit(host_gpu, engine, case,  # noqa: F811
+                                                                 dims, overlap):
+    """step_distributed (thelma_py.cuda_steps.OverlappedSteps) on ranks of the dense LBM and
+    the single-step LW-ACM engines: the interior and the two boundary layers launched apart
+    (or the owned layers at once), ghost layers never updated, the parity flipped per step;
+    the owned nodes equal one domain's bit for bit."""
+    from thelma_py.modules.compute.lbm import Lbm
+
+    lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
+    geo = geometry(case)
+    params = Lbm(nu=0.03, collision="trt") if engine == "lbm" else LwacmFused(nu=0.03)
+    boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, np.dtype("float64"),
+                                            host_gpu)
+    for _ in range(5):
+        exchange([rank.halo_arrays()[0] for rank in ranks], plans)
+        for rank in ranks:
+            rank.step_distributed(1, _Exchanged(), overlap=overlap)
+        whole.step(1)
+    rho, u = (np.array(a) for a in whole.macroscopic())
+    assert np.abs(u).max() > 1e-3
+    fluid = geo.evaluate(lattice).fluid
+    for box, rank in zip(boxes, ranks, strict=True):
+        window = tuple(slice(lo, lo + n)
+                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
+        part_rho, part_u = (np.array(a) for a in rank.macroscopic())
+        owned = fluid[window]
+        np.testing.assert_array_equal(part_rho[box.inner][owned], rho[window][owned])
+        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)][:, owned],
+                                      u[(slice(None), *window)][:, owned])

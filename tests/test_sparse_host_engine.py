@@ -16,7 +16,8 @@ from tests import host_cupy
 from tests.lbm_setups import LATTICES, random_state, relative_l2
 from tests.test_sparse import GEOMETRIES
 from thelma_py.backend import select_backend
-from thelma_py.modules.compute.lbm import Lbm, cuda
+from thelma_py.codegen.compile import compile_module
+from thelma_py.modules.compute.lbm import Lbm
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
@@ -24,9 +25,9 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not 
 @pytest.fixture
 def host_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", host_cupy.module())
-    cuda._module.cache_clear()  # compiled modules are cached by source text: keep them apart
+    compile_module.cache_clear()  # compiled modules are cached by source text: keep them apart
     yield host_cupy.HostBackend()
-    cuda._module.cache_clear()
+    compile_module.cache_clear()
 
 
 def pair(backend, lattice_name, collision, geometry, scheme, force=None):

@@ -11,9 +11,8 @@ from tests.lbm_setups import CONFIGS, LATTICES, OPEN_SETUPS, open_geometry
 from tests.nvcc import compile_cubin
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.sparse import SparseDomain
-from thelma_py.modules.compute.lbm.sparse_aa import AA_KERNELS
 from thelma_py.modules.compute.lbm.sparse_cuda import open_arrays
-from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
+from thelma_py.modules.compute.lbm.sparse_kernels import AA_KERNELS, KERNELS, OPEN_KERNELS
 
 
 def source(lattice_name, collision, dtype, moving=True, force=None, boundaries=()):

@@ -8,14 +8,15 @@ code (:mod:`.collision`) for the GPU.
 from __future__ import annotations
 
 import itertools
-import math
 
 import attrs
 import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
-from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.compute import ComputeEngine, check_memory, node_blocks
+from thelma_py.compute_params import check_nu as _check_nu
+from thelma_py.compute_params import force_tuple as _force_tuple
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import (
     COLLISIONS,
@@ -25,9 +26,11 @@ from thelma_py.modules.compute.lbm.collision import (
     trt_omega_minus,
 )
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
+from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
-from thelma_py.modules.compute.lbm.sparse import STORAGES, create_sparse
+from thelma_py.modules.compute.lbm.sparse import STORAGES
+from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.units import RelaxationTime
@@ -37,18 +40,6 @@ ODD_MOMENTS = ("qx", "qy", "qz", "mx", "my", "mz")
 """MRT moments that ``mrt_odd='magic'`` relaxes at ω⁻."""
 
 
-def _check_nu(instance, attribute, value):
-    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise ValueError(f"nu must be a positive kinematic viscosity in lattice units, got "
-                         f"{value!r} (tau = 3 nu + 1/2 must exceed 1/2)")
-    if 3.0 * value + 0.5 > 50:
-        raise ValueError(f"nu = {value} gives tau = {3 * value + 0.5:.1f}; above 50 the scheme "
-                         "is inaccurate. Use a finer lattice or a larger lattice velocity.")
-
-
-CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
-
-
 def _check_cuda_options(instance, attribute, value):
     unknown = set(value) - set(CUDA_OPTIONS)
     if unknown:
@@ -56,10 +47,6 @@ def _check_cuda_options(instance, attribute, value):
     block = value.get("block", 128)
     if not (isinstance(block, int) and 32 <= block <= 1024 and block % 32 == 0):
         raise ValueError(f"cuda_options block must be a multiple of 32 in 32..1024, got {block!r}")
-
-
-def _force_tuple(value):
-    return None if value is None else tuple(float(v) for v in value)
 
 
 @register("compute", "lbm")
@@ -192,9 +179,7 @@ class NumpyLbm(ComputeEngine):
         self._copies = [_shift_copies(c[::-1], self.shape) for c in lattice.c.tolist()]
         # Collide in blocks of nodes so that the dozens of temporaries the collision creates
         # stay in cache; elementwise arithmetic makes the result independent of the blocking.
-        nodes = int(np.prod(self.shape))
-        block = max(1, BLOCK_BYTES // (lattice.q * dtype.itemsize))
-        self._blocks = [slice(a, min(a + block, nodes)) for a in range(0, nodes, block)]
+        self._blocks = node_blocks(int(np.prod(self.shape)), lattice.q * dtype.itemsize)
 
     @property
     def traffic_bytes_per_node(self) -> int:
@@ -268,10 +253,6 @@ class NumpyLbm(ComputeEngine):
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.f.dtype}{self.f.shape}")
         self.f = f.copy()
-
-
-BLOCK_BYTES = 1 << 20
-"""Populations per collision block in the NumPy engine, in bytes (tuned on a 2-core CPU)."""
 
 
 def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:

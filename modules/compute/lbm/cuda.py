@@ -1,43 +1,33 @@
 """CUDA LBM engine: generated kernels (:mod:`.kernels`) launched through CuPy.
 
-Only this module and :mod:`thelma_py.backend` import cupy. Kernels are compiled once per source
-text (CuPy also caches the binaries on disk). Runs of many steps on small domains are replayed
-from a captured CUDA graph so that Python launch overhead disappears.
+Kernels are compiled once per source text (:func:`thelma_py.codegen.compile.compile_module`).
+Stepping comes from :mod:`thelma_py.cuda_steps`: runs of many steps on small domains are replayed
+from a captured CUDA graph so that Python launch overhead disappears, and distributed ranks
+overlap the halo exchange with the interior.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from thelma_py.backend import Backend
+from thelma_py.codegen.compile import compile_module
+from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm import CUDA_OPTIONS, layouts
+from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
-from thelma_py.modules.compute.lbm.kernels import edge_table, kernel_names, tile_flags
+from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names, step_args
 from thelma_py.nodes import NodeTags
-from thelma_py.parallel import check_gpu_box
 
-GRAPH_STEPS = 32
-"""Steps captured per CUDA graph (even, so two-buffer and AA schemes return to their parity)."""
-GRAPH_BELOW_NODES = 1 << 22
-"""Use graphs for domains smaller than this (launch overhead matters only there)."""
-COMPILE_OPTIONS = ("-std=c++17",)
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
 
 
-@functools.lru_cache(maxsize=64)
-def _module(source: str):
-    import cupy
-
-    return cupy.RawModule(code=source, options=COMPILE_OPTIONS)
-
-
-class CudaLbm(ComputeEngine):
-    """LBM on one GPU: pull, push (two buffers) or AA (one buffer, in place)."""
+class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
+    """LBM on one GPU: pull, push (two buffers) or AA (one buffer, in place); a rank of a
+    distributed run (pull) overlaps its exchange (:class:`thelma_py.cuda_steps.OverlappedSteps`)."""
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         import cupy
@@ -56,9 +46,10 @@ class CudaLbm(ComputeEngine):
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
         self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
-        module = _module(self.source)
+        module = compile_module(self.source)
         self.kernels = {key: module.get_function(name)
                         for key, name in kernel_names(self.scheme).items()}
+        self.args = step_args(self.scheme).bind(real_t=self.dtype, tag_t=tags.tags.dtype)
         xp = cupy
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, xp)
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -200,14 +191,10 @@ class CudaLbm(ComputeEngine):
         z0, nz = planes or (0, self.nz)
         grid = ((self.nx + self.block - 1) // self.block, ny, nz)
         if self.scheme == "aa":
-            arrays = (self.buffers[0],)
+            buffers = {"f": self.buffers[0]}
         else:
-            arrays = (self.buffers[self.current], self.buffers[1 - self.current])
-        args = (*arrays, self.tag_words, self.tile_flags, self.bc, self.edge_bc,
-                np.int32(self.periodic), self.omega, self.omega_minus, np.int32(self.nx),
-                np.int32(self.ny), np.int32(self.nz), self.rho, self.u, self.open_table,
-                self.open_values, np.int32(y0), np.int32(z0), self.curved_nodes,
-                self.curved_weights, self.n_curved)
+            buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
+        args = self.args.pack(self, **buffers, y0=y0, z0=z0)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
         if not advance:
             return
@@ -215,38 +202,6 @@ class CudaLbm(ComputeEngine):
             self.phase = "post-odd" if parity == "odd" else "post-even"
         else:
             self.current = 1 - self.current
-
-    def _graph(self):
-        """A CUDA graph of GRAPH_STEPS plain steps from the current parity (cached)."""
-        key = (self.current, self.phase)
-        if key not in self._graphs:
-            cp = self.cp
-            if self._stream is None:
-                self._stream = cp.cuda.Stream(non_blocking=True)
-            stream = self._stream
-            with stream:
-                stream.begin_capture()
-                try:
-                    for _ in range(GRAPH_STEPS):
-                        self._launch(False)
-                finally:
-                    graph = stream.end_capture()
-            self._graphs[key] = graph
-        return self._graphs[key]
-
-    def step(self, n: int = 1) -> None:
-        if n <= 0:
-            return
-        plain = n - 1
-        use_graph = self.nodes < GRAPH_BELOW_NODES and plain >= 2 * GRAPH_STEPS
-        if use_graph:
-            while plain >= GRAPH_STEPS:
-                graph = self._graph()  # capture leaves the parity where replay will
-                graph.launch(self.cp.cuda.get_current_stream())
-                plain -= GRAPH_STEPS
-        for _ in range(plain):
-            self._launch(False)
-        self._launch(True)
 
     # -- distributed runs (thelma_py.parallel.DistributedEngine) ------------------------------
     def halo_arrays(self) -> list:
@@ -268,60 +223,6 @@ class CudaLbm(ComputeEngine):
         :meth:`step_distributed` overlaps the interior with the exchange."""
         self._check_distributable()
         self._plan_layers(box)
-
-    def _plan_layers(self, box) -> None:
-        """The cut axis ('planes': z, 'rows': y) and the layers along it, for
-        :meth:`step_distributed`."""
-        self._cut = check_gpu_box(box, self.lattice)
-        self._layers = self.nz if self._cut == "planes" else self.ny
-        if self._layers < 3:
-            raise ValueError(f"a rank needs at least one owned layer along the cut, got "
-                             f"{self._layers - 2}")
-        self._halo_stream = None
-
-    def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
-        """``n`` steps of a distributed run; ``exchange.exchange(f, stream)`` refreshes the
-        ghost layers of ``f`` (stream-ordered). The last step also stores ρ and u.
-
-        With ``overlap``, each step runs the interior layers [2, L − 2) on the current stream
-        while, on a second stream, the exchange and then the two boundary layers 1 and L − 2
-        run; events join the streams before the next step. Without it, the exchange and then
-        one launch over the owned layers [1, L − 1). Ghost layers (0, L − 1) are never updated:
-        owned nodes read only the crossing populations there, which the exchange writes."""
-        cp = self.cp
-        last = self._layers - 1
-        for k in range(n):
-            store = k == n - 1
-            src = self.halo_arrays()[0]
-            main = cp.cuda.get_current_stream()
-            if not overlap:
-                exchange.exchange(src, main)
-                self._launch(store, advance=False, **{self._cut: (1, last - 1)})
-                self.current = 1 - self.current
-                continue
-            halo = self._get_halo_stream()
-            ready, done = self._events
-            halo.wait_event(main.record(ready))  # the previous step wrote src
-            with halo:  # enqueued first: the exchange starts before the interior fills the GPU
-                exchange.exchange(src, halo)
-                for layer in sorted({1, last - 1}):
-                    self._launch(store, advance=False, **{self._cut: (layer, 1)})
-            if last - 3 > 0:
-                self._launch(store, advance=False, **{self._cut: (2, last - 3)})
-            main.wait_event(halo.record(done))
-            self.current = 1 - self.current
-
-    def _get_halo_stream(self):
-        """A non-blocking stream of the highest priority (boundary layers go first)."""
-        if self._halo_stream is None:
-            cp = self.cp
-            try:  # CUDA clamps a priority beyond the device's range to its highest
-                self._halo_stream = cp.cuda.Stream(non_blocking=True, priority=-1000)
-            except TypeError:  # a CuPy without priorities: the default one
-                self._halo_stream = cp.cuda.Stream(non_blocking=True)
-            # two events reused every step (a wait takes the record made just before it)
-            self._events = tuple(cp.cuda.Event(disable_timing=True) for _ in range(2))
-        return self._halo_stream
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write with NaN."""

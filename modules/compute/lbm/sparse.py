@@ -12,7 +12,9 @@ non-periodic face) the entry is −1 − r, with r the wall's boundary row, so t
 no other lookup: f_i(x) = f*_ī(x) + Ladd's term from row r's wall velocity.
 
 Open-boundary nodes reuse :class:`.open_nodes.OpenNodes` with its node indices mapped to sparse
-ones; the collision is :func:`.collision.collide`, the same code the dense engines run.
+ones. This module is the layout and what the engines share (:class:`SparseState`); the engines
+are :mod:`.sparse_numpy` (the reference), :mod:`.sparse_cuda` (pull) and :mod:`.sparse_aa`
+(in place), chosen by :func:`.sparse_engines.create_sparse`; the kernels :mod:`.sparse_kernels`.
 """
 
 from __future__ import annotations
@@ -20,10 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.backend import Backend
-from thelma_py.codegen.expr import identity_let
-from thelma_py.compute import ComputeEngine
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm.collision import collide, wall_momentum
+from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
 from thelma_py.nodes import NodeTags
@@ -228,111 +228,10 @@ class SparseState:
         self.halo_arrays()
 
 
-def _macroscopic(lattice: Lattice, force, f, xp=np):
+def fluid_moments(lattice: Lattice, force, f, xp=np):
     """ρ (N,) and u (D, N) from post-collision populations (Q, N), as the dense engines."""
     rho = f.sum(axis=0)
     u = xp.tensordot(xp.asarray(lattice.c.T.astype(f.dtype)), f, axes=1) / rho
     if force is not None:
         u -= xp.asarray(force, dtype=f.dtype).reshape(-1, 1) * 0.5
     return rho, u
-
-
-class NumpySparseLbm(SparseState, ComputeEngine):
-    """NumPy LBM on sparse storage: the reference for the sparse CUDA engine.
-
-    State: post-collision populations ``f`` (Q, N) at the stored nodes. One step gathers f_i
-    through the neighbour table (bounce-back entries read f*_ī of the node itself plus Ladd's
-    term), overwrites interpolated links, rebuilds open-boundary populations, then collides,
-    exactly as :class:`NumpyLbm`.
-    """
-
-    def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
-        from thelma_py.modules.compute.lbm import BLOCK_BYTES
-
-        self._setup(params, lattice, tags, backend, dtype)
-        dom = self.domain
-        self.relax = params.relaxation(lattice)
-        self.walls = dom.wall_links(self.dtype)
-        self.open = dom.open_nodes(self.dtype)
-        self.open.force = params.force  # the local rules impose u − g/2 (as dense does)
-        self.curved = dom.curved_links(self.dtype)
-        own = np.arange(dom.count)
-        # gather index per direction; bounce-back entries read anything (own node), then fixed
-        self._gather = [np.where(row >= 0, row, own) for row in dom.nbr]
-        self.f = np.zeros((lattice.q, dom.count), dtype=self.dtype)
-        self._spare = np.empty_like(self.f)
-        self.omega = self.dtype.type(params.omega)
-        self.omega_minus = self.dtype.type(params.omega_minus)
-        block = max(1, BLOCK_BYTES // (lattice.q * self.dtype.itemsize))
-        self._blocks = [slice(a, min(a + block, dom.count)) for a in range(0, dom.count, block)]
-
-    def initialize(self, rho, u) -> None:
-        rho = np.asarray(rho, dtype=self.dtype)
-        self._keep_solid_rho(rho)
-        u = self.params.stored_velocity([self.domain.gather(np.asarray(ua, dtype=self.dtype))
-                                         for ua in u])
-        self.f = np.array(self.lattice.equilibrium(self.domain.gather(rho), u), dtype=self.dtype)
-
-    def stream(self, f: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Pull through the neighbour table: pre-collision populations (Q, N) into ``out``."""
-        out[0] = f[0]
-        for i, index in enumerate(self._gather, start=1):
-            np.take(f[i], index, out=out[i])
-        opposite = self.lattice.opposite
-        for i, (where, term) in self.walls.items():
-            bounced = f[opposite[i], where]
-            out[i, where] = bounced if term is None else bounced + term
-        if self.curved:
-            self.curved.apply(f, out)
-        return out
-
-    def step(self, n: int = 1) -> None:
-        force = self.params.force
-        q = self.lattice.q
-        for _ in range(n):
-            new = self.stream(self.f, self._spare)
-            if self.open:
-                self.open.apply(new)
-            for block in self._blocks:
-                post, _, _ = collide(self.relax, list(new[:, block]), identity_let, self.omega,
-                                     self.omega_minus, force)
-                for i in range(q):
-                    new[i, block] = post[i]
-            self.f, self._spare = new, self.f
-
-    def fluid_macroscopic(self):
-        """ρ (N,) and u (D, N) at the stored nodes."""
-        return _macroscopic(self.lattice, self.params.force, self.f)
-
-    def macroscopic(self):
-        return self._dense_fields(*self.fluid_macroscopic())
-
-    def canonical(self) -> np.ndarray:
-        """Dense post-collision populations (Q, *S), zero at solid nodes (for forces)."""
-        return self.domain.scatter(self.f, 0.0)
-
-    def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.f.copy(), "solid_rho": self.solid_rho.copy()}
-
-    def load_state(self, state: dict[str, np.ndarray]) -> None:
-        self.f = np.array(self._sparse_f(state), dtype=self.dtype)
-        self._spare = np.empty_like(self.f)
-
-
-def create_sparse(params, lattice: Lattice, tags: NodeTags, backend: Backend,
-                  dtype) -> ComputeEngine:
-    """The sparse engine for ``params`` (``Lbm`` with storage='sparse')."""
-    if params.streaming not in ("pull", "aa"):
-        raise ValueError(f"storage='sparse' streams by pull (two buffers) or AA (one); "
-                         f"streaming={params.streaming!r} is not available with it")
-    if params.streaming == "aa" and (tags.open_kinds or len(tags.curved_nodes)):
-        raise ValueError(AA_REFUSAL)
-    if backend.is_gpu and params.streaming == "aa":
-        from thelma_py.modules.compute.lbm.sparse_aa import CudaSparseAaLbm
-
-        return CudaSparseAaLbm(params, lattice, tags, backend, np.dtype(dtype))
-    if backend.is_gpu:
-        from thelma_py.modules.compute.lbm.sparse_cuda import CudaSparseLbm
-
-        return CudaSparseLbm(params, lattice, tags, backend, np.dtype(dtype))
-    return NumpySparseLbm(params, lattice, tags, backend, np.dtype(dtype))

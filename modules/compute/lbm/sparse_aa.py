@@ -1,4 +1,5 @@
-"""Sparse storage with the in-place AA scheme (Bailey et al. 2009): one population buffer.
+"""Sparse storage with the in-place AA scheme (Bailey et al. 2009): one population buffer
+(the engine; its kernels are in :mod:`.sparse_kernels`).
 
 The same neighbour table serves both directions: the upstream node of ī is the downstream node
 of i (x − c_ī = x + c_i). Naming follows :mod:`.kernels`:
@@ -18,76 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from thelma_py.modules.compute.lbm.kernels import KernelConfig, _collision
-from thelma_py.modules.compute.lbm.sparse import AA_REFUSAL
 from thelma_py.modules.compute.lbm.sparse_cuda import CudaSparseLbm
-from thelma_py.modules.compute.lbm.sparse_kernels import _header, _ladd, _signature
-
-AA_KERNELS = {(parity, store): f"lbm_sparse_step_{parity}{'_macro' if store else ''}"
-              for parity in ("even", "odd") for store in (False, True)}
-
-
-def _reads(cfg: KernelConfig, parity: str) -> list[str]:
-    lat = cfg.lattice
-    lines = []
-    for i in range(lat.q):
-        j = int(lat.opposite[i])
-        if parity == "even" or i == 0:
-            lines.append(f"real_t f{i} = f[{i} * N + n];")
-            continue
-        text = (f"real_t f{i}; {{ const int e = nbr[{i - 1} * N + n]; "
-                f"f{i} = f[e >= 0 ? {j} * N + e : {i} * N + n];")
-        if cfg.moving_walls:
-            text += f" if (e < 0) {{ const int r = -1 - e; f{i} += {_ladd(cfg, i)}; }}"
-        lines.append(text + " }")
-    return lines
-
-
-def _writes(cfg: KernelConfig, parity: str) -> list[str]:
-    lat = cfg.lattice
-    store = "__stcs" if cfg.streaming_stores else "store"
-    lines = []
-    for i in range(lat.q):
-        j = int(lat.opposite[i])
-        if parity == "even":
-            lines.append(f"{store}(&f[{j} * N + n], p{i});")
-            continue
-        if i == 0:
-            lines.append(f"{store}(&f[n], p0);")
-            continue
-        # p_i heads for x + c_i = the upstream entry of ī; a wall there sends it back as ī
-        text = f"{{ const int k = nbr[{j - 1} * N + n]; real_t v = p{i};"
-        if cfg.moving_walls:
-            text += f" if (k < 0) {{ const int r = -1 - k; v += {_ladd(cfg, j)}; }}"
-        lines.append(text + f" {store}(k >= 0 ? &f[{i} * N + k] : &f[{j} * N + n], v); }}")
-    return lines
-
-
-def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
-    pad = "    "
-    lines = ["const int n = blockIdx.x * blockDim.x + threadIdx.x;",
-             "if (n >= n_nodes) return;",
-             "const size_t N = (size_t)n_nodes;"] + _reads(cfg, parity)
-    body, rho, u = _collision(cfg)
-    out = []
-    if store:
-        out += [f"rho_out[n] = {rho};"] + [f"u_out[{a} * N + n] = {ua};"
-                                            for a, ua in enumerate(u)]
-    out += _writes(cfg, parity)
-    signature = _signature(cfg, AA_KERNELS[(parity, store)], False).replace(
-        "const real_t* __restrict__ src, real_t* __restrict__ dst", "real_t* __restrict__ f")
-    return (f"{signature}\n{{\n" + "\n".join(pad + line for line in lines) + f"\n{body}\n"
-            + "\n".join(pad + line for line in out) + "\n}\n")
-
-
-def generate_aa(cfg: KernelConfig) -> str:
-    """The complete CUDA source of one sparse AA configuration (deterministic text)."""
-    if cfg.boundaries or cfg.interpolated:
-        raise ValueError(AA_REFUSAL)
-    parts = [_header(cfg)]
-    parts += [_kernel(cfg, parity, store) for parity in ("even", "odd")
-              for store in (False, True)]
-    return "\n".join(parts)
+from thelma_py.modules.compute.lbm.sparse_kernels import AA_KERNELS
 
 
 def aa_canonical(lattice, nbr, walls: dict, held, phase: str, xp=np):
@@ -115,10 +48,10 @@ class CudaSparseAaLbm(CudaSparseLbm):
 
     buffer_count = 1
     kernel_names = AA_KERNELS
+    scheme = "aa"
 
     def __init__(self, params, lattice, tags, backend, dtype):
         super().__init__(params, lattice, tags, backend, dtype)
-        self.scheme = "aa"
         cp = self.cp
         self.walls = {i: (cp.asarray(where), None if term is None else cp.asarray(term))
                       for i, (where, term) in self.domain.wall_links(self.dtype).items()}
@@ -145,10 +78,8 @@ class CudaSparseAaLbm(CudaSparseLbm):
 
     def _launch(self, store: bool) -> None:
         parity = "odd" if self.phase == "post-even" else "even"
-        args = (self.buffers[0], self.nbr, self.bc, self.omega, self.omega_minus,
-                np.int32(self.domain.count), self.rho, self.u)
         self.kernels[(parity, store)](((self.domain.count + self.block - 1) // self.block,),
-                                      (self.block, 1, 1), args)
+                                      (self.block, 1, 1), self.args.pack(self, f=self.buffers[0]))
         self.phase = "post-odd" if parity == "odd" else "post-even"
 
     def poison(self) -> None:

@@ -1,6 +1,6 @@
 """CUDA LBM on sparse storage: kernels from :mod:`.sparse_kernels`, launched through CuPy.
 
-Step batching and CUDA-graph replay are :class:`.cuda.CudaLbm`'s (inherited); the state,
+Step batching and CUDA-graph replay are :class:`thelma_py.cuda_steps.GraphSteps`'; the state,
 the launches and the conversions to dense fields are this layout's own.
 """
 
@@ -9,13 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.backend import Backend
-from thelma_py.compute import check_memory
+from thelma_py.codegen.compile import compile_module
+from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.cuda_steps import GraphSteps
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.boundaries import face_label
-from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
-from thelma_py.modules.compute.lbm.sparse import SparseState, _macroscopic
-from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS
+from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
+from thelma_py.modules.compute.lbm.sparse import SparseState, fluid_moments
+from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS, step_args
 from thelma_py.nodes import NodeTags
 
 
@@ -49,11 +50,12 @@ def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str,
     return out
 
 
-class CudaSparseLbm(SparseState, CudaLbm):
+class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
     """Sparse-storage LBM on one GPU (pull, two buffers of (Q, N))."""
 
     buffer_count = 2
     kernel_names = KERNELS
+    scheme = "pull"
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         import cupy
@@ -61,7 +63,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.cp = cupy
         self._setup(params, lattice, tags, backend, dtype)
         dom = self.domain
-        self.scheme, self.phase, self.current = "pull", "post-even", 0
+        self.phase, self.current = "post-even", 0
         self.nodes = dom.count
         check_memory(backend, dom.count, self.memory_bytes_per_node,
                      hint="memory is counted per stored (non-solid) node")
@@ -69,7 +71,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.source = params.kernel_source(
             lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
             boundaries=boundaries, interpolated=bool(len(tags.curved_nodes)))
-        self._compiled = module = _module(self.source)
+        self._compiled = module = compile_module(self.source)
         self.kernels = {key: module.get_function(name) for key, name in self.kernel_names.items()}
         self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
         xp = cupy
@@ -81,6 +83,9 @@ class CudaSparseLbm(SparseState, CudaLbm):
         self.open_kernels = ({store: module.get_function(name)
                               for store, name in OPEN_KERNELS.items()} if self.n_open else {})
         self.open = {name: xp.asarray(np.ascontiguousarray(a)) for name, a in opened.items()}
+        types = {"real_t": self.dtype}
+        self.args = step_args(self.scheme).bind(**types)
+        self.open_args = step_args("pull", open_nodes=True).bind(**types)
         self.buffers = [xp.empty((lattice.q, dom.count), dtype=self.dtype)
                         for _ in range(self.buffer_count)]
         self.rho = xp.empty(dom.count, dtype=self.dtype)
@@ -96,7 +101,7 @@ class CudaSparseLbm(SparseState, CudaLbm):
         f = xp.asarray(f_sparse)
         self._hold(f)
         if rho is None:
-            rho, u = _macroscopic(self.lattice, self.params.force, f, xp)
+            rho, u = fluid_moments(self.lattice, self.params.force, f, xp)
         self.rho[...] = xp.asarray(rho)
         self.u[...] = xp.asarray(u)
         self.current, self.phase = 0, "post-even"
@@ -155,17 +160,17 @@ class CudaSparseLbm(SparseState, CudaLbm):
 
     # -- stepping ----------------------------------------------------------------------------
     def _launch(self, store: bool) -> None:
-        src, dst = self.buffers[self.current], self.buffers[1 - self.current]
-        args = (src, dst, self.nbr, self.bc, self.omega, self.omega_minus,
-                np.int32(self.domain.count), self.rho, self.u)
+        buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
         block = (self.block, 1, 1)
-        self.kernels[store](((self.domain.count + self.block - 1) // self.block,), block, args)
+        self.kernels[store](((self.domain.count + self.block - 1) // self.block,), block,
+                            self.args.pack(self, **buffers))
         if self.n_open:  # rebuild the open-boundary nodes over what the bulk kernel wrote
             o = self.open
             self.open_kernels[store](
                 ((self.n_open + self.block - 1) // self.block,), block,
-                (*args, np.int32(self.n_open), o["node"], o["arm"], o["values"], o["src"],
-                 o["curved"]))
+                self.open_args.pack(self, **buffers, open_node=o["node"], open_arm=o["arm"],
+                                    open_values=o["values"], open_src=o["src"],
+                                    curved=o["curved"]))
         self.current = 1 - self.current
 
     def poison(self) -> None:

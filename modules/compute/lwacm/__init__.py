@@ -24,8 +24,8 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.compute import ComputeEngine
+from thelma_py.compute_params import check_nu, force_tuple
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm import _check_nu, _force_tuple
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.tags import NodeKind
@@ -37,7 +37,7 @@ MAX_NU = 1.0 / 6.0
 
 
 def _check_lwacm_nu(instance, attribute, value):
-    _check_nu(instance, attribute, value)
+    check_nu(instance, attribute, value)
     if value > MAX_NU * (1.0 + 1e-12):
         raise ValueError(f"nu = {value} gives omega = {1.0 / (3.0 * value + 0.5):.3f}; LW-ACM is "
                          f"stable only for omega >= 1, i.e. nu <= 1/6. Use a larger lattice "
@@ -53,7 +53,7 @@ class LwacmParameters(RelaxationTime):
 
     nu: float = attrs.field(validator=_check_lwacm_nu)
     """Kinematic viscosity; ν = (1/ω − ½)/3, i.e. τ = 1/ω = 3ν + ½."""
-    force: tuple | None = attrs.field(default=None, converter=_force_tuple)
+    force: tuple | None = attrs.field(default=None, converter=force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]): u(t+1) = Σ c_i f_i / ρ + g."""
 
     @property

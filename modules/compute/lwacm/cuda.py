@@ -1,16 +1,18 @@
 """CUDA LW-ACM engines: generated kernels (:mod:`.kernels`) launched through CuPy.
 
 Built like :class:`thelma_py.modules.compute.lbm.cuda.CudaLbm`: the same compile cache (one
-RawModule per source text), the same tag tables, and its graph-batched :meth:`step` (runs of
-many steps on small domains replay a captured CUDA graph). The two-step state is f* and the
-momentum j = ρ u (ρ, u are computed from them on the device when asked for); the single-step
-records are ρ, u.
+RawModule per source text), the same tag tables, and the same stepping
+(:mod:`thelma_py.cuda_steps`: runs of many steps on small domains replay a captured CUDA
+graph). The two-step state is f* and the momentum j = ρ u (ρ, u are computed from them on the
+device when asked for); the single-step records are ρ, u.
 
 Distributed runs (:class:`thelma_py.parallel.DistributedEngine`) exchange :meth:`halo_arrays`
-through the LBM transports (NCCL, or MPI through the host where ranks share a GPU), then launch
-one step over the whole grown box: no overlap. Ghost nodes are updated too, from whatever they
-hold; owned nodes read only ghost values the exchange has just written (the crossing f* of the
-two-step scheme, whole records of the single-step one).
+through the LBM transports (NCCL, or MPI through the host where ranks share a GPU). Two-step
+ranks then launch one step over the whole grown box (no overlap; ghost nodes are updated too,
+from whatever they hold); single-step ranks overlap the exchange with the interior as LBM does
+(:class:`thelma_py.cuda_steps.OverlappedSteps`). Owned nodes read only ghost values the
+exchange has just written (the crossing f* of the two-step scheme, whole records of the
+single-step one).
 """
 
 from __future__ import annotations
@@ -19,12 +21,18 @@ import attrs
 import numpy as np
 
 from thelma_py.backend import Backend
+from thelma_py.codegen.compile import compile_module
+from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
+from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm.cuda import CudaLbm, _module
-from thelma_py.modules.compute.lbm.kernels import edge_table, tile_flags
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
-from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate, kernel_names
+from thelma_py.modules.compute.lwacm.kernels import (
+    TWO_STEP_ARGS,
+    LwacmKernelConfig,
+    generate,
+    kernel_names,
+)
 from thelma_py.modules.compute.lwacm.reference import (
     CheckedState,
     TwoStepSizes,
@@ -41,7 +49,7 @@ TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
 
 
-class _CudaBase(CheckedState, ComputeEngine):
+class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
     scheme = "two-step"
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -68,20 +76,16 @@ class _CudaBase(CheckedState, ComputeEngine):
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
         self.kappa = self.dtype.type(params.kappa)
         self.current = 0
-        self.phase = "post-even"  # CudaLbm's graph cache keys on (current, phase)
+        self.phase = "post-even"  # the graph cache keys on (current, phase)
         self._graphs: dict = {}
         self._stream = None
 
     def _compile(self) -> None:
         """The kernels of :attr:`config` (one RawModule per source text, cached)."""
         self.source = generate(self.config)
-        module = _module(self.source)
+        module = compile_module(self.source)
         self.kernels = {store: module.get_function(name)
                         for store, name in kernel_names(self.scheme).items()}
-
-    # CudaLbm's stepping: graphs of GRAPH_STEPS plain launches, then the storing launch.
-    _graph = CudaLbm._graph
-    step = CudaLbm.step
 
     def distribute(self, box) -> None:
         """Run on the grown box of ``box`` (a :class:`thelma_py.parallel.RankBox`): the
@@ -101,6 +105,7 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         xp = self.cp
         wall_tags = two_step_wall_tags(tags, params.kappa)
         self.bc = xp.asarray(wall_tags.bc_table.astype(self.dtype).reshape(-1))
+        self.args = TWO_STEP_ARGS.bind(real_t=self.dtype, tag_t=tags.tags.dtype)
         q = lattice.q
         self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(2)]
         self.j = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
@@ -144,9 +149,8 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
 
     def _launch(self, store: bool) -> None:
         grid = ((self.nx + TWO_STEP_BLOCK - 1) // TWO_STEP_BLOCK, self.ny, self.nz)
-        args = (self.buffers[self.current], self.buffers[1 - self.current], self.j,
-                self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
-                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz))
+        args = self.args.pack(self, src=self.buffers[self.current],
+                              dst=self.buffers[1 - self.current])
         self.kernels[store](grid, (TWO_STEP_BLOCK, 1, 1), args)
         self.current = 1 - self.current
 
@@ -161,7 +165,7 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         self.buffers[1 - self.current].fill(np.nan)
 
 
-class CudaLwacmFused(_CudaBase):
+class CudaLwacmFused(OverlappedSteps, _CudaBase):
     """Single-step LW-ACM on one GPU: (ρ, u_x, u_y, u_z) records in two buffers, shape
     (*S, 4), and nothing else per node but the tag (36 B in fp32). ρ and u are the state, so
     :meth:`macroscopic` hands out views of the current records (strided; copies are made only
@@ -178,6 +182,8 @@ class CudaLwacmFused(_CudaBase):
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
+        self.args = fused_kernels.ARGS.bind(real_t=self.dtype, node_t=self.dtype,
+                                            tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
@@ -258,11 +264,10 @@ class CudaLwacmFused(_CudaBase):
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)
-        args = (self.buffers[self.current], self.buffers[1 - self.current],
-                self.tag_words, self.tile_flags, self.bc, self.edge_bc, np.int32(self.periodic),
-                self.kappa, np.int32(self.nx), np.int32(self.ny), np.int32(self.nz),
-                np.int32(self.chunk), np.int32(row_first), np.int32(row_first + row_count),
-                np.int32(march_first), np.int32(march_first + march_count))
+        args = self.args.pack(self, src=self.buffers[self.current],
+                              dst=self.buffers[1 - self.current], row_first=row_first,
+                              row_last=row_first + row_count, march_first=march_first,
+                              march_last=march_first + march_count)
         self.kernels[store](grid, (px, py, 1), args)
         if advance:
             self.current = 1 - self.current
@@ -272,13 +277,6 @@ class CudaLwacmFused(_CudaBase):
         layers only, the interior overlapped with the exchange of the records."""
         super().distribute(box)
         self._plan_layers(box)
-
-    # the LBM engine's schedule: interior [2, L − 2) on the current stream while the exchange
-    # and then the boundary layers 1 and L − 2 run on a second one (or, without overlap, the
-    # exchange and then one launch over [1, L − 1)); ghost layers are never updated
-    step_distributed = CudaLbm.step_distributed
-    _get_halo_stream = CudaLbm._get_halo_stream
-    _plan_layers = CudaLbm._plan_layers
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write (the other records) with NaN."""

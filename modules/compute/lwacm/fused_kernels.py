@@ -26,15 +26,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from thelma_py.codegen import cuda
 from thelma_py.codegen.expr import Emitter, Expr
-from thelma_py.modules.compute.lbm.kernels import _c3, any_per_tile
-from thelma_py.modules.compute.lbm.kernels import tile_flags as lbm_tile_flags
+from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
+from thelma_py.codegen.tag_tables import any_per_tile
+from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
 from thelma_py.tags import LINK_SHIFT
 
 AXES = "xyz"
+ARGS = KernelArgs("lwacm single step", [
+    [Arg("src", "const node_t*", GIVEN), Arg("dst", "node_t*", GIVEN)],
+    [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
+    [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int")],
+    [Arg("kappa", "real_t"), Arg("nx", "int"), Arg("ny", "int"), Arg("nz", "int"),
+     Arg("chunk", "int")],
+    [Arg("row_first", "int", GIVEN), Arg("row_last", "int", GIVEN),
+     Arg("march_first", "int", GIVEN), Arg("march_last", "int", GIVEN)],
+])
+"""Arguments of ``lwacm_fused_step`` (``node_t``: records of four reals): the record buffers
+and the row and plane ranges are given at each launch, the rest is held by the engine
+(:class:`.cuda.CudaLwacmFused`)."""
 
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
@@ -151,7 +165,7 @@ def _update(lattice, force, path: str) -> str:
     def upstream(i: int):
         if i == 0:
             return rho0, u0
-        c = _c3(lattice, i)
+        c = cuda.c3(lattice, i)
         plane = slots[c[march]]
         offset = f"{c[0]} + SX * ({c[1]})" if lattice.d == 3 else f"{c[0]}"
         em.raw(f"const node_t a{i} = {plane}[c - ({offset})];")
@@ -160,9 +174,7 @@ def _update(lattice, force, path: str) -> str:
         if path != "bulk":
             velocity, setup = None, ""
             if path == "moving":
-                cx, cy, cz = c
-                setup = (f"const int id{i} = wall_id(x - ({cx}), y - ({cy}), z - ({cz}), nx, ny, "
-                         "nz, periodic, tags, edge_bc); ")
+                setup = cuda.wall_id_call(lattice, i) + " "
                 velocity = [Expr(f"bc[4 * id{i} + {a}]", atom=True) for a in range(lattice.d)]
             rho_g, u_g = rule.wall_ghost(rho0, u0, velocity)
             assign = " ".join([f"r{i} = {rho_g};"]
@@ -191,7 +203,6 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0) -
     m_periodic = "periodic & 4" if three else "periodic & 2"
     m_extent = "nz" if three else "ny"
     px, py = fused_block(lattice, rows)
-    bounds = f"{px * py}" + (f", {min_blocks}" if min_blocks else "")
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
@@ -199,12 +210,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0) -
                 }}
 """ if moving_walls else "")
     return f"""
-extern "C" __global__ void __launch_bounds__({bounds}) lwacm_fused_step(
-    const node_t* __restrict__ src, node_t* __restrict__ dst,
-    const tag_t* __restrict__ tags, const unsigned char* __restrict__ tile_flags,
-    const real_t* __restrict__ bc, const int* __restrict__ edge_bc, int periodic,
-    real_t kappa, int nx, int ny, int nz, int chunk,
-    int row_first, int row_last, int march_first, int march_last)
+{ARGS.signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;

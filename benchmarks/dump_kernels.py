@@ -1,0 +1,140 @@
+"""Render and hash the CUDA source of every generated kernel over a representative matrix.
+
+The proof that a refactoring changed no kernel: record the hashes before, compare after.
+
+    python benchmarks/dump_kernels.py --write before.txt      # one "sha256  label" line each
+    python benchmarks/dump_kernels.py --check before.txt      # exit 1 on any difference
+    python benchmarks/dump_kernels.py --sources DIR           # the sources themselves
+
+The matrix: LBM dense and sparse (D2Q9, D3Q19, D3Q27; fp32, fp64; bgk, trt, mrt; pull, push,
+aa; walls at rest or moving; with and without a body force; open boundaries of every kind,
+interpolated bodies; tuning options), and both LW-ACM schemes (rows and ``min_blocks`` of the
+single-step block). Only public entry points are used (``Lbm.kernel_source`` and
+:func:`thelma_py.modules.compute.lwacm.kernels.generate`), so the script runs on any version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from thelma_py.lattice import D2Q9, D3Q19, D3Q27
+from thelma_py.modules.compute.lbm import Lbm
+from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
+
+LATTICES = (D2Q9, D3Q19, D3Q27)
+PRECISIONS = ("float32", "float64")
+
+
+def _open_sets(lattice, scheme: str) -> dict[str, tuple]:
+    """Open-boundary sets to render: none, local rules, and (not AA) copy rules with an edge."""
+    local = (("VELOCITY", "-x"), ("PRESSURE", "+x"), ("EQUILIBRIUM_VELOCITY", "-y"),
+             ("EQUILIBRIUM_PRESSURE", "+y"))
+    sets = {"none": (), "local": local}
+    if scheme != "aa":
+        edge = "-y+z" if lattice.d == 3 else "-x+y"
+        sets["copy"] = (("VELOCITY", "-x"), ("OUTFLOW", "+x"), ("FREE_SLIP", "-y"),
+                        ("FREE_SLIP", edge))
+    return sets
+
+
+def _force(lattice, on: bool):
+    return (1e-5, -2e-5, 3e-5)[: lattice.d] if on else None
+
+
+def lbm_sources() -> Iterator[tuple[str, str]]:
+    """(label, source) of dense and sparse LBM configurations."""
+    options = ({}, {"block": 256, "min_blocks": 8, "streaming_stores": True})
+    for lattice, precision, collision in itertools.product(LATTICES, PRECISIONS,
+                                                           ("bgk", "trt", "mrt")):
+        if collision == "mrt" and lattice.mrt is None:
+            continue
+        for storage, scheme in (("dense", "pull"), ("dense", "push"), ("dense", "aa"),
+                                ("sparse", "pull"), ("sparse", "aa")):
+            open_sets = _open_sets(lattice, scheme)
+            for moving, force, open_set, curved, opt in itertools.product(
+                    (True, False), (False, True), open_sets, (False, True), range(len(options))):
+                opened = open_sets[open_set]
+                if curved and scheme != "pull":
+                    continue
+                if storage == "sparse" and scheme == "aa" and (opened or curved):
+                    continue
+                if opt and (opened or curved or force):  # tuning: one per plain variant
+                    continue
+                params = Lbm(nu=0.05, collision=collision, streaming=scheme, storage=storage,
+                             force=_force(lattice, force), cuda_options=options[opt],
+                             mrt_odd="magic" if force else "published")
+                label = (f"lbm/{storage}/{lattice.name}/{precision}/{collision}/{scheme}/"
+                         f"moving={int(moving)}/force={int(force)}/open={open_set}/"
+                         f"curved={int(curved)}/opt={opt}")
+                yield label, params.kernel_source(lattice, precision, moving_walls=moving,
+                                                  boundaries=opened, interpolated=curved)
+
+
+def lwacm_sources() -> Iterator[tuple[str, str]]:
+    """(label, source) of two-step and single-step LW-ACM configurations."""
+    for lattice, real, moving, force in itertools.product(
+            LATTICES, ("float", "double"), (True, False), (False, True)):
+        tuning = [(0, 0)] + ([(4, 0), (12, 0), (8, 4)] if not force else [])
+        for scheme in ("two-step", "fused"):
+            for rows, min_blocks in (tuning if scheme == "fused" else [(0, 0)]):
+                cfg = LwacmKernelConfig(lattice=lattice, real=real, scheme=scheme,
+                                        force=_force(lattice, force), moving_walls=moving,
+                                        rows=rows, min_blocks=min_blocks)
+                label = (f"lwacm/{scheme}/{lattice.name}/{real}/moving={int(moving)}/"
+                         f"force={int(force)}/rows={rows}/min_blocks={min_blocks}")
+                yield label, generate(cfg)
+
+
+def sources() -> Iterator[tuple[str, str]]:
+    yield from lbm_sources()
+    yield from lwacm_sources()
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, help="write 'sha256  label' lines to this file")
+    parser.add_argument("--check", type=Path, help="compare with a file --write made")
+    parser.add_argument("--sources", type=Path, help="write each source into this folder")
+    args = parser.parse_args(argv)
+    lines, labels = [], set()
+    for label, text in sources():
+        if label in labels:
+            raise AssertionError(f"two configurations are labelled {label}")
+        labels.add(label)
+        lines.append(f"{digest(text)}  {label}")
+        if args.sources:
+            path = args.sources / (label.replace("/", "__") + ".cu")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if args.write:
+        args.write.write_text("\n".join(lines) + "\n")
+    if not args.check:
+        if not args.write:
+            print("\n".join(lines))
+        print(f"{len(lines)} sources, all together {digest(chr(10).join(lines))}",
+              file=sys.stderr)
+        return 0
+    expected = dict(reversed(line.split("  ", 1)) for line in args.check.read_text().splitlines())
+    got = dict(reversed(line.split("  ", 1)) for line in lines)
+    differ = sorted(k for k in expected.keys() & got.keys() if expected[k] != got[k])
+    missing, extra = sorted(expected.keys() - got.keys()), sorted(got.keys() - expected.keys())
+    for name, keys in (("differ", differ), ("missing", missing), ("new", extra)):
+        for key in keys:
+            print(f"{name}: {key}")
+    same = len(expected.keys() & got.keys()) - len(differ)
+    print(f"{same} of {len(expected)} sources identical; {len(differ)} differ, "
+          f"{len(missing)} missing, {len(extra)} new")
+    return 1 if differ or missing or extra else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,11 +12,6 @@ import pytest
 from tests.lint_imports import REPO, lint, stage, strongly_connected
 
 KNOWN_CYCLES = [
-    # KNOWN, owned by branch `kernels` (breaking the sparse circle): the lead updates this
-    # list at merge to what remains (expected: none).
-    ["thelma_py.modules.compute.lbm", "thelma_py.modules.compute.lbm.cuda",
-     "thelma_py.modules.compute.lbm.sparse", "thelma_py.modules.compute.lbm.sparse_aa",
-     "thelma_py.modules.compute.lbm.sparse_cuda", "thelma_py.modules.compute.lbm.sparse_kernels"],
     # KNOWN, owned by the tools: bench imports bench_output / bench_ranks, which import
     # bench's geometry_for / environment / save back.
     ["thelma_py.tools.bench", "thelma_py.tools.bench_output", "thelma_py.tools.bench_ranks"],

@@ -18,6 +18,7 @@ from thelma_py.codegen.expr import identity_let
 from thelma_py.geometry import Box, Geometry, NodeKind, Sphere
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.modules.compute.lbm import Lbm, boundaries
+from thelma_py.modules.compute.lbm.collisions import Mrt
 from thelma_py.tools.validation import (
     duct_series,
     fitted_order,
@@ -264,7 +265,7 @@ def test_square_duct_matches_the_series_solution():
 def test_mrt_square_duct_with_zou_he_inlet_is_stable_and_matches_the_series():
     """D3Q19 MRT, 8 x 8 duct of length 24: Zou-He velocity inlet with the series profile,
     Zou-He pressure outlet. With the published odd rates (s_m = 1.98, the default) this
-    diverges at the inlet corner within 1000 steps; with ``mrt_odd='magic'`` (q and m relax
+    diverges at the inlet corner within 1000 steps; with ``Mrt(odd='magic')`` (q and m relax
     at ω⁻) it is stable. Relative L2 error of u_x on the middle section against the prescribed
     series: measured 1.61 % (TRT: 1.61 %; 1.04 % at n = 12); asserted below 2.5 %."""
     n, u_max, nu = 8, 0.02, 0.1
@@ -273,8 +274,8 @@ def test_mrt_square_duct_with_zou_he_inlet_is_stable_and_matches_the_series():
     geo.inlet("-x", velocity=lambda x, y, z: (scale * duct_series(y + 0.5, z + 0.5, n),
                                                 0 * y, 0 * z))
     geo.outlet("+x", rho=1.0)
-    solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=nu, collision="mrt",
-                                                mrt_odd="magic"), device="cpu")
+    solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=nu,
+                                                collision=Mrt(odd="magic")), device="cpu")
     solver.run(int(3 * n * n / nu))
     u = solver.velocity()[0][:, :, 3 * n // 2]
     side = np.arange(n) + 0.5

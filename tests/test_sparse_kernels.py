@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.lbm_setups import CONFIGS, LATTICES, OPEN_SETUPS, open_geometry
+from tests.lbm_setups import COLLISIONS, LATTICES, OPEN_SETUPS, config, open_geometry
 from tests.nvcc import compile_cubin
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.sparse import SparseDomain
@@ -27,7 +27,7 @@ def open_kinds(lattice_name, setup):
     return open_geometry(lattice, setup).evaluate(lattice).open_kinds
 
 
-VARIANTS = [(lat, coll, dtype, moving) for (lat, coll) in CONFIGS
+VARIANTS = [config(lat, coll, dtype, moving) for lat in LATTICES for coll in COLLISIONS
             for dtype, moving in (("float32", True), ("float64", False))]
 
 

@@ -19,6 +19,7 @@ from thelma_py.geometry import Box, Geometry, NodeKind, Sphere
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.modules.compute.lbm import Lbm, boundaries
 from thelma_py.modules.compute.lbm.collisions import Mrt
+from thelma_py.tags import OPEN_KINDS, OPEN_TABLE
 from thelma_py.tools.validation import (
     duct_series,
     fitted_order,
@@ -110,6 +111,41 @@ def test_free_slip_sources_are_mirror_images():
     assert c[k] == (-1, 1) and offset == (-1, 0)
     k, offset = src[c.index((0, 1))]
     assert c[k] == (0, 1) and offset == (0, 0)
+
+
+
+# -- the table of rules --------------------------------------------------------------------------
+def test_every_open_kind_has_one_rule_and_the_table_says_where_it_runs():
+    assert list(boundaries.RULES) == list(OPEN_KINDS)  # the core's kinds, in kind order
+    for kind, record in boundaries.RULES.items():
+        assert record.kind is kind and boundaries.rule(kind.name) is record
+        assert record.aa is not record.neighbour  # copy rules read what AA overwrites
+        assert record.sparse and not record.lwacm
+    assert [r.name for r in boundaries.RULES.values() if r.neighbour] == ["OUTFLOW", "FREE_SLIP"]
+    assert [r.name for r in boundaries.RULES.values() if r.edges] == ["FREE_SLIP"]
+    with pytest.raises(ValueError, match="no LBM boundary rule for node kind 'WALL'.*VELOCITY"):
+        boundaries.rule("WALL")
+    with pytest.raises(ValueError, match="not both"):
+        boundaries.BoundaryRule(NodeKind.OUTFLOW, local=boundaries.velocity_rule,
+                                sources=boundaries.outflow_sources)
+
+
+def test_refusals_come_from_the_table():
+    assert boundaries.refusal("VELOCITY", streaming="aa", storage="sparse") is None
+    assert "in-place AA" in boundaries.refusal("FREE_SLIP", streaming="aa")
+    assert boundaries.refusal("FREE_SLIP", streaming="push") is None
+    assert "compute 'lbm'" in boundaries.refusal("PRESSURE", compute="lwacm")
+    with pytest.raises(ValueError, match="unknown open boundary"):
+        boundaries.check_arm(D3Q19, "VELOCITY", "-y+z", "pull")  # edges: free slip only
+    boundaries.check_arm(D3Q19, "FREE_SLIP", "-y+z", "pull")
+
+
+def test_geometry_declares_the_core_open_kinds_by_label():
+    assert {(e.method, e.label) for e in OPEN_TABLE if e.label} == {
+        ("inlet", "zou-he"), ("inlet", "equilibrium"), ("outlet", "zou-he"),
+        ("outlet", "equilibrium")}
+    with pytest.raises(ValueError, match="valid: 'zou-he', 'equilibrium'"):
+        Geometry((8, 8)).inlet("-x", velocity=(0.01, 0.0), kind="regularized")
 
 
 # -- tagging -------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm.boundaries import refusal
 from thelma_py.modules.compute.lbm.collision import (
     CollisionModel,
     Relaxation,
@@ -125,11 +126,10 @@ class Lbm(RelaxationTime):
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
-        neighbour = [k for k, _ in tags.open_kinds if k in ("OUTFLOW", "FREE_SLIP")]
-        if self.streaming == "aa" and neighbour:
-            raise ValueError(f"{neighbour[0].lower().replace('_', '-')} boundaries read a "
-                             "neighbour's streamed populations, which the in-place AA scheme "
-                             "overwrites in the same step; use streaming='pull' or 'push'")
+        for kind, _ in tags.open_kinds:
+            reason = refusal(kind, streaming=self.streaming, storage=self.storage)
+            if reason:
+                raise ValueError(reason)
         if len(tags.curved_nodes) and self.streaming != "pull":
             raise ValueError("interpolated bodies read the post-collision populations of two "
                              "nodes per link, which only the pull scheme holds; use "

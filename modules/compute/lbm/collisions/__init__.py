@@ -7,7 +7,7 @@ of built-in model files: a new model is a file here and its name in this tuple. 
 import from here by class name (``from thelma_py.modules.compute.lbm.collisions import Trt``).
 """
 
-MODULES = ("bgk", "trt", "mrt")
+MODULES = ("bgk", "trt", "mrt", "regularized")
 
 
 def __getattr__(name: str):

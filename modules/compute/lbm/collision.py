@@ -61,9 +61,8 @@ class CollisionModel(abc.ABC):
     """
 
     name: str = attrs.field(init=False, repr=False,
-                            default=attrs.Factory(lambda self: self.registered_name,
+                            default=attrs.Factory(lambda self: _registered_name(type(self)),
                                                   takes_self=True))
-    registered_name = ""
 
     @abc.abstractmethod
     def relax(self, lattice: Lattice, g: Sequence, let: Callable, omega, omega_minus) -> list:
@@ -93,11 +92,18 @@ def register_collision(name: str) -> Callable[[type], type]:
         if existing is not None and existing is not cls:
             raise ValueError(f"collision model {name!r} is already registered by "
                              f"{existing.__module__}.{existing.__qualname__}")
-        cls.registered_name = name
         _MODELS[name] = cls
         return cls
 
     return decorate
+
+
+def _registered_name(cls: type) -> str:
+    for name, model in _MODELS.items():
+        if model is cls:
+            return name
+    raise TypeError(f"{cls.__qualname__} is not a registered collision model: decorate it "
+                    "with @register_collision(name)")
 
 
 def collision_models() -> dict[str, type[CollisionModel]]:
@@ -122,6 +128,11 @@ def collision_model(spec: str | dict | CollisionModel) -> CollisionModel:
                         f"CollisionModel, got {spec!r}")
     if name not in models:
         raise ValueError(f"unknown collision model {name!r}; valid: {', '.join(models)}")
+    valid = [a.alias for a in attrs.fields(models[name]) if a.init]
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ValueError(f"collision model {name!r} takes no parameter(s) {unknown}; valid: "
+                         f"{', '.join(valid) or '(none)'}")
     return models[name](**params)
 
 

@@ -13,7 +13,7 @@ boundary row of the face declared last, so a lid declared after the side walls o
 
 Open faces (:meth:`Geometry.inlet`, :meth:`Geometry.outlet`, :meth:`Geometry.outflow`,
 :meth:`Geometry.free_slip`) turn the first stored layer of a non-periodic face into
-open-boundary nodes (:class:`NodeKind` 3..8). Rules where kinds meet:
+open-boundary nodes (the kinds of :data:`thelma_py.tags.OPEN_TABLE`). Rules where kinds meet:
 
 - solid wins: a node inside a wall shape stays WALL even on an open face;
 - walls win at edges: the virtual layer beyond an open face stays solid in the link mask (the
@@ -41,12 +41,11 @@ from thelma_py.geometry.shapes import Box, Shape
 from thelma_py.geometry.tagging import Tagger, node_coordinates
 from thelma_py.lattice import Lattice
 from thelma_py.nodes import NodeTags
-from thelma_py.tags import MAX_BC_ID, NodeKind
+from thelma_py.tags import MAX_BC_ID, OPEN_TABLE, NodeKind
 
-OPEN_KIND_NAMES = {("inlet", "zou-he"): NodeKind.VELOCITY,
-                   ("inlet", "equilibrium"): NodeKind.EQUILIBRIUM_VELOCITY,
-                   ("outlet", "zou-he"): NodeKind.PRESSURE,
-                   ("outlet", "equilibrium"): NodeKind.EQUILIBRIUM_PRESSURE}
+OPEN_KIND_NAMES = {(entry.method, entry.label): entry.kind for entry in OPEN_TABLE
+                   if entry.label}
+"""(inlet | outlet, kind= label) -> node kind, from the core's table of open kinds."""
 
 
 def _check_value(value, name: str, dim: int | None) -> None:
@@ -231,7 +230,8 @@ def _open_kind(role: str, kind: str) -> NodeKind:
     try:
         return OPEN_KIND_NAMES[(role, kind)]
     except KeyError:
-        raise ValueError(f"unknown {role} kind {kind!r}; valid: 'zou-he', 'equilibrium'") from None
+        valid = ", ".join(repr(label) for method, label in OPEN_KIND_NAMES if method == role)
+        raise ValueError(f"unknown {role} kind {kind!r}; valid: {valid}") from None
 
 
 def cavity(shape: Sequence[int], lid_velocity: Sequence[float], lid_face: str = "+y") -> Geometry:

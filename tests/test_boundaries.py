@@ -18,6 +18,8 @@ from thelma_py.codegen.expr import identity_let
 from thelma_py.geometry import Box, Geometry, NodeKind, Sphere
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.modules.compute.lbm import Lbm, boundaries
+from thelma_py.modules.compute.lbm.collisions import Mrt
+from thelma_py.tags import OPEN_KINDS, OPEN_TABLE
 from thelma_py.tools.validation import (
     duct_series,
     fitted_order,
@@ -109,6 +111,41 @@ def test_free_slip_sources_are_mirror_images():
     assert c[k] == (-1, 1) and offset == (-1, 0)
     k, offset = src[c.index((0, 1))]
     assert c[k] == (0, 1) and offset == (0, 0)
+
+
+
+# -- the table of rules --------------------------------------------------------------------------
+def test_every_open_kind_has_one_rule_and_the_table_says_where_it_runs():
+    assert list(boundaries.RULES) == list(OPEN_KINDS)  # the core's kinds, in kind order
+    for kind, record in boundaries.RULES.items():
+        assert record.kind is kind and boundaries.rule(kind.name) is record
+        assert record.aa is not record.neighbour  # copy rules read what AA overwrites
+        assert record.sparse and not record.lwacm
+    assert [r.name for r in boundaries.RULES.values() if r.neighbour] == ["OUTFLOW", "FREE_SLIP"]
+    assert [r.name for r in boundaries.RULES.values() if r.edges] == ["FREE_SLIP"]
+    with pytest.raises(ValueError, match="no LBM boundary rule for node kind 'WALL'.*VELOCITY"):
+        boundaries.rule("WALL")
+    with pytest.raises(ValueError, match="not both"):
+        boundaries.BoundaryRule(NodeKind.OUTFLOW, local=boundaries.velocity_rule,
+                                sources=boundaries.outflow_sources)
+
+
+def test_refusals_come_from_the_table():
+    assert boundaries.refusal("VELOCITY", streaming="aa", storage="sparse") is None
+    assert "in-place AA" in boundaries.refusal("FREE_SLIP", streaming="aa")
+    assert boundaries.refusal("FREE_SLIP", streaming="push") is None
+    assert "compute 'lbm'" in boundaries.refusal("PRESSURE", compute="lwacm")
+    with pytest.raises(ValueError, match="unknown open boundary"):
+        boundaries.check_arm(D3Q19, "VELOCITY", "-y+z", "pull")  # edges: free slip only
+    boundaries.check_arm(D3Q19, "FREE_SLIP", "-y+z", "pull")
+
+
+def test_geometry_declares_the_core_open_kinds_by_label():
+    assert {(e.method, e.label) for e in OPEN_TABLE if e.label} == {
+        ("inlet", "zou-he"), ("inlet", "equilibrium"), ("outlet", "zou-he"),
+        ("outlet", "equilibrium")}
+    with pytest.raises(ValueError, match="valid: 'zou-he', 'equilibrium'"):
+        Geometry((8, 8)).inlet("-x", velocity=(0.01, 0.0), kind="regularized")
 
 
 # -- tagging -------------------------------------------------------------------------------------
@@ -264,7 +301,7 @@ def test_square_duct_matches_the_series_solution():
 def test_mrt_square_duct_with_zou_he_inlet_is_stable_and_matches_the_series():
     """D3Q19 MRT, 8 x 8 duct of length 24: Zou-He velocity inlet with the series profile,
     Zou-He pressure outlet. With the published odd rates (s_m = 1.98, the default) this
-    diverges at the inlet corner within 1000 steps; with ``mrt_odd='magic'`` (q and m relax
+    diverges at the inlet corner within 1000 steps; with ``Mrt(odd='magic')`` (q and m relax
     at ω⁻) it is stable. Relative L2 error of u_x on the middle section against the prescribed
     series: measured 1.61 % (TRT: 1.61 %; 1.04 % at n = 12); asserted below 2.5 %."""
     n, u_max, nu = 8, 0.02, 0.1
@@ -273,8 +310,8 @@ def test_mrt_square_duct_with_zou_he_inlet_is_stable_and_matches_the_series():
     geo.inlet("-x", velocity=lambda x, y, z: (scale * duct_series(y + 0.5, z + 0.5, n),
                                                 0 * y, 0 * z))
     geo.outlet("+x", rho=1.0)
-    solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=nu, collision="mrt",
-                                                mrt_odd="magic"), device="cpu")
+    solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=nu,
+                                                collision=Mrt(odd="magic")), device="cpu")
     solver.run(int(3 * n * n / nu))
     u = solver.velocity()[0][:, :, 3 * n // 2]
     side = np.arange(n) + 0.5

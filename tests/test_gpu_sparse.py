@@ -18,6 +18,7 @@ from tests.lbm_setups import (
     STEPS,
     TOLERANCE,
     assert_velocity_close,
+    duct_collision,
     open_geometry,
     random_state,
     relative_l2,
@@ -43,8 +44,8 @@ GEOMETRIES = {"walled": walled_geometry, "porous": porous, "curved": curved_geom
 def engines(lattice_name, collision, dtype, geometry="walled", force=None, scheme="pull"):
     lattice = LATTICES[lattice_name]
     tags = GEOMETRIES[geometry](lattice).evaluate(lattice)
-    params = Lbm(nu=0.04, collision=collision, force=force, storage="sparse", streaming=scheme,
-                 mrt_odd="magic")  # D3Q19 MRT with Zou-He edges needs it (see Lbm.mrt_odd)
+    params = Lbm(nu=0.04, collision=duct_collision(collision), force=force, storage="sparse",
+                 streaming=scheme)
     f = random_state(lattice, tags.tags.shape, dtype)  # dense: load_state gathers it
     pair = [params.create(lattice, tags, select_backend(device), np.dtype(dtype))
             for device in ("cpu", "cuda")]

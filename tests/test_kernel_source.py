@@ -10,7 +10,7 @@ import attrs
 import numpy as np
 import pytest
 
-from tests.lbm_setups import CONFIGS, LATTICES, walled_geometry
+from tests.lbm_setups import LATTICES, configs, walled_geometry
 from tests.nvcc import compile_cubin
 from thelma_py.codegen.cuda import TILE
 from thelma_py.codegen.tag_tables import edge_table, tile_flags
@@ -24,9 +24,7 @@ def config(lattice_name, collision, real, scheme, moving=True, force=None):
                         scheme, force=force, moving_walls=moving)
 
 
-ALL = [(lat, coll, real, scheme, moving)
-       for (lat, coll) in CONFIGS for real in ("float", "double") for scheme in SCHEMES
-       for moving in (True, False)]
+ALL = configs(("float", "double"), SCHEMES, (True, False))
 
 
 @pytest.mark.parametrize(("lat", "coll", "real", "scheme", "moving"),

@@ -14,9 +14,11 @@ import itertools
 import numpy as np
 import pytest
 
+from tests.lbm_setups import CONFIGS
 from thelma_py.codegen.expr import identity_let
 from thelma_py.lattice import CS2, D2Q9, D3Q19, D3Q27, LATTICES, lattice_by_name
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, trt_omega_minus
+from thelma_py.modules.compute.lbm.collisions import Mrt
 
 LATTICE_LIST = [D2Q9, D3Q19, D3Q27]
 ids = [lat.name for lat in LATTICE_LIST]
@@ -147,18 +149,17 @@ def test_mrt_with_equal_rates_is_bgk(lat, force):
     g = None if force is None else tuple([1e-4, -2e-4, 3e-4][: lat.d])
     omega = 1.3
     bgk = _collide(Relaxation(lat, "bgk"), f, omega, force=g)
-    # every rate the run-time ω (NaN placeholders), conserved moments included
-    all_omega = Relaxation(lat, "mrt", (float("nan"),) * lat.q)
-    np.testing.assert_allclose(_collide(all_omega, f, omega, force=g), bgk, rtol=0, atol=1e-14)
+    # every rate ω, conserved moments included
+    every = Mrt(rates=dict.fromkeys(lat.mrt.names, omega))
+    np.testing.assert_allclose(_collide(Relaxation(lat, every), f, omega, force=g), bgk,
+                               rtol=0, atol=1e-14)
     # every non-conserved rate ω, conserved moments 0 (what the MRT plug-in builds)
-    overrides = {name: omega for k, name in enumerate(lat.mrt.names)
-                 if k not in lat.mrt.conserved}
-    rates = tuple(float(v) for v in lat.mrt.rates(omega, **overrides))
-    np.testing.assert_allclose(_collide(Relaxation(lat, "mrt", rates), f, omega, force=g), bgk,
+    shear_rate = Mrt(rates={name: omega for k, name in enumerate(lat.mrt.names)
+                            if k not in lat.mrt.conserved})
+    np.testing.assert_allclose(_collide(Relaxation(lat, shear_rate), f, omega, force=g), bgk,
                                rtol=0, atol=1e-14)
     # and the default rates differ from BGK: the check can fail
-    default = tuple(float(v) for v in lat.mrt.rates(float("nan")))
-    assert np.abs(_collide(Relaxation(lat, "mrt", default), f, omega, force=g) - bgk).max() > 1e-5
+    assert np.abs(_collide(Relaxation(lat, "mrt"), f, omega, force=g) - bgk).max() > 1e-5
 
 
 @pytest.mark.parametrize("lat", LATTICE_LIST, ids=ids)
@@ -182,16 +183,13 @@ def test_trt_magic_parameter():
     assert trt_omega_minus(1.0, 0.25) == pytest.approx(1.0, abs=1e-15)
 
 
-@pytest.mark.parametrize(("lat", "kind"), [(lat, kind) for lat in LATTICE_LIST
-                                           for kind in ("bgk", "trt", "mrt")
-                                           if lat.mrt is not None or kind != "mrt"],
-                         ids=lambda v: getattr(v, "name", v))
+@pytest.mark.parametrize(("lat", "kind"), CONFIGS)
 def test_collision_conserves_mass_and_momentum(lat, kind):
+    lat = lattice_by_name(lat)
     rng = np.random.default_rng(3)
     f = np.array(lat.equilibrium(np.ones((4, 4)), [np.zeros((4, 4))] * lat.d))
     f = f * (1 + 0.05 * rng.standard_normal(f.shape))
-    rates = tuple(float(v) for v in lat.mrt.rates(float("nan"))) if kind == "mrt" else None
-    post = _collide(Relaxation(lat, kind, rates), f, 1.2, omega_minus=0.7)
+    post = _collide(Relaxation(lat, kind), f, 1.2, omega_minus=0.7)
     np.testing.assert_allclose(post.sum(axis=0), f.sum(axis=0), rtol=1e-15)
     c = lat.c.T.astype(float)
     np.testing.assert_allclose(np.tensordot(c, post, axes=1), np.tensordot(c, f, axes=1),

@@ -18,14 +18,11 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from tests.lbm_setups import CONFIGS
 from thelma_py.geometry import Box, Geometry, Sphere, periodic_box
 
 STEPS = 200
 TOL = {"float64": 1e-12, "float32": 2e-5}
-
-COMBOS = [("D2Q9", c) for c in ("bgk", "trt", "mrt")] + \
-         [("D3Q19", c) for c in ("bgk", "trt", "mrt")] + \
-         [("D3Q27", c) for c in ("bgk", "trt")]
 
 
 def shape_of(lattice: str):
@@ -61,7 +58,7 @@ def momentum(solver):
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 @pytest.mark.parametrize("moving", [False, True], ids=["walls-at-rest", "moving-lid"])
-@pytest.mark.parametrize(("lattice", "collision"), COMBOS, ids=lambda v: str(v))
+@pytest.mark.parametrize(("lattice", "collision"), CONFIGS, ids=lambda v: str(v))
 def test_mass_is_conserved_in_a_closed_box(lattice, collision, moving, precision):
     shape = shape_of(lattice)
     geo = Geometry(shape)
@@ -93,7 +90,7 @@ def test_a_leaky_wall_would_be_caught():
 
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
-@pytest.mark.parametrize(("lattice", "collision"), COMBOS, ids=lambda v: str(v))
+@pytest.mark.parametrize(("lattice", "collision"), CONFIGS, ids=lambda v: str(v))
 def test_momentum_is_conserved_in_a_periodic_box(lattice, collision, precision):
     solver = make(lattice, periodic_box(shape_of(lattice)), collision, precision)
     randomize(solver, seed=1)
@@ -105,7 +102,7 @@ def test_momentum_is_conserved_in_a_periodic_box(lattice, collision, precision):
     assert abs(mass(solver) / m0 - 1.0) < TOL[precision]
 
 
-@pytest.mark.parametrize(("lattice", "collision"), COMBOS, ids=lambda v: str(v))
+@pytest.mark.parametrize(("lattice", "collision"), CONFIGS, ids=lambda v: str(v))
 def test_rest_state_is_a_fixed_point(lattice, collision):
     shape = shape_of(lattice)
     geo = Geometry(shape, periodic=(True,) + (False,) * (len(shape) - 1))
@@ -118,7 +115,7 @@ def test_rest_state_is_a_fixed_point(lattice, collision):
     np.testing.assert_allclose(solver.density(), 1.0, atol=1e-14)
 
 
-@pytest.mark.parametrize(("lattice", "collision"), COMBOS, ids=lambda v: str(v))
+@pytest.mark.parametrize(("lattice", "collision"), CONFIGS, ids=lambda v: str(v))
 def test_uniform_flow_stays_uniform(lattice, collision):
     shape = shape_of(lattice)
     u = (0.05, -0.02, 0.03)[: len(shape)]
@@ -132,7 +129,7 @@ def test_uniform_flow_stays_uniform(lattice, collision):
 
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
-@pytest.mark.parametrize(("lattice", "collision"), COMBOS, ids=lambda v: str(v))
+@pytest.mark.parametrize(("lattice", "collision"), CONFIGS, ids=lambda v: str(v))
 def test_guo_force_adds_rho_g_momentum_per_step(lattice, collision, precision):
     """Σ_x Σ_i c_i f_i grows by exactly (Σ_x ρ) g each step, from any state."""
     shape = shape_of(lattice)

@@ -89,7 +89,7 @@ def test_wrong_parameter_lists_the_valid_parameters():
         registry.create("compute", "lbm", viscosity=0.1)
     message = str(info.value)
     assert "['viscosity']" in message
-    for name in ("nu", "collision", "magic", "force", "streaming"):
+    for name in ("nu", "collision", "force", "streaming"):
         assert name in message
 
 

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import (
+    COLLISIONS,
     LATTICES,
+    config,
     open_geometry,
     random_state,
     relative_l2,
@@ -79,8 +81,8 @@ def assert_same(dense, sparse, tags):
     np.testing.assert_array_equal(sparse.macroscopic()[1][:, tags.solid], 0.0)
 
 
-CASES = [("D2Q9", coll, geo) for coll in ("bgk", "trt", "mrt") for geo in GEOMETRIES]
-CASES += [("D3Q19", coll, geo) for coll in ("bgk", "trt", "mrt")
+CASES = [config("D2Q9", coll, geo) for coll in COLLISIONS for geo in GEOMETRIES]
+CASES += [config("D3Q19", coll, geo) for coll in COLLISIONS
           for geo in ("porous", "walled", "zou-he", "curved")]
 CASES += [("D3Q19", "trt", "neighbour"), ("D3Q19", "mrt", "equilibrium"),
           ("D3Q27", "trt", "porous"), ("D3Q27", "bgk", "walled"), ("D3Q27", "trt", "zou-he")]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests import host_cupy
-from tests.lbm_setups import LATTICES, random_state, relative_l2
+from tests.lbm_setups import COLLISIONS, LATTICES, config, random_state, relative_l2
 from tests.test_sparse import GEOMETRIES
 from thelma_py.backend import select_backend
 from thelma_py.codegen.compile import compile_module
@@ -54,6 +54,19 @@ def test_host_cuda_engine_equals_numpy(host_gpu, lattice_name, collision, geomet
     force = (2e-5, -1e-5, 1e-5)[: LATTICES[lattice_name].d] if collision == "trt" else None
     cpu, gpu, tags = pair(host_gpu, lattice_name, collision, geometry, scheme, force)
     assert type(gpu).__name__ == ("CudaSparseAaLbm" if scheme == "aa" else "CudaSparseLbm")
+    assert_host_equals_numpy(cpu, gpu, tags)
+
+
+@pytest.mark.parametrize(("lattice_name", "collision"), [config("D2Q9", c) for c in COLLISIONS])
+def test_host_cuda_engine_equals_numpy_for_every_collision_model(host_gpu, lattice_name,
+                                                                 collision):
+    """Each registered model's traced CUDA collision, with Zou-He faces and a body force."""
+    cpu, gpu, tags = pair(host_gpu, lattice_name, collision, "zou-he", "pull",
+                          force=(2e-5, -1e-5))
+    assert_host_equals_numpy(cpu, gpu, tags)
+
+
+def assert_host_equals_numpy(cpu, gpu, tags) -> None:
     gpu.poison()
     for steps in (7, 6):  # ends after an odd, then an even number of steps
         cpu.step(steps)

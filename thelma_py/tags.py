@@ -30,10 +30,11 @@ MAX_BC_ID = (1 << BC_ID_BITS) - 1
 class NodeKind(enum.IntEnum):
     """What a node is. Values are pinned (tests/test_tags.py).
 
-    Kinds 3..8 are open-boundary nodes: stored fluid nodes in the first layer of a face whose
-    boundary row names the face (``NodeTags.open_table``). Their link bits mark the populations
-    whose upstream node lies beyond the domain; the boundary rule rebuilds those after streaming
-    (see ``modules/compute/lbm/boundaries.py``), then the node collides like any fluid node.
+    The kinds in :data:`OPEN_TABLE` are open-boundary nodes: stored fluid nodes in the first
+    layer of a face whose boundary row names the face (``NodeTags.open_table``). Their link bits
+    mark the populations whose upstream node lies beyond the domain; the compute plug-in's rule
+    for the kind rebuilds those after streaming (the LBM rules:
+    ``modules/compute/lbm/boundaries.py``), then the node collides like any fluid node.
     """
 
     FLUID = 1
@@ -64,9 +65,32 @@ class NodeKind(enum.IntEnum):
     @property
     def is_open(self) -> bool:
         """An open-boundary (or free-slip) node: fluid-like, rebuilt after streaming."""
-        return 3 <= int(self) <= 8
+        return any(entry.kind is self for entry in OPEN_TABLE)
 
 
+@attrs.frozen
+class OpenKind:
+    """An open-boundary node kind as geometries declare it: ``Geometry.<method>(face, ...)``
+    with ``kind=label`` where the method offers several. The rules live in the compute
+    plug-ins (LBM: ``boundaries.RULES``, one record per kind)."""
+
+    kind: NodeKind
+    method: str = attrs.field(
+        validator=attrs.validators.in_(("inlet", "outlet", "outflow", "free_slip")))
+    """inlet (prescribes a velocity), outlet (a density), outflow or free_slip."""
+    label: str = ""
+    """The ``kind=`` name in ``inlet`` / ``outlet``; '' for the methods without a choice."""
+
+
+OPEN_TABLE = (
+    OpenKind(NodeKind.VELOCITY, "inlet", "zou-he"),
+    OpenKind(NodeKind.PRESSURE, "outlet", "zou-he"),
+    OpenKind(NodeKind.EQUILIBRIUM_VELOCITY, "inlet", "equilibrium"),
+    OpenKind(NodeKind.EQUILIBRIUM_PRESSURE, "outlet", "equilibrium"),
+    OpenKind(NodeKind.OUTFLOW, "outflow"),
+    OpenKind(NodeKind.FREE_SLIP, "free_slip"),
+)
+"""The open-boundary kinds: one line per kind (its value and name are in :class:`NodeKind`)."""
 SOLID_KINDS = tuple(k for k in NodeKind if k.is_solid)
 OPEN_KINDS = tuple(k for k in NodeKind if k.is_open)
 

@@ -26,6 +26,7 @@ import numpy as np
 
 import thelma_py as tp
 from thelma_py.backend import select_backend
+from thelma_py.modules.compute.lbm.collision import collision_models
 from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
 from thelma_py.tools import validation as v
 
@@ -215,7 +216,7 @@ def taylor_green_section(size: str, device: str) -> Section:
     n, nu, u0 = SIZES[size]["tgv_n"], 0.02, 0.02
     exact = v.decay_rate(n, nu)
     curves, checks = {}, []
-    for collision in ("bgk", "trt", "mrt"):
+    for collision in collision_models():
         solver = v.taylor_green(device=device, n=n, u0=u0, nu=nu, collision=collision)
         stride = max(1, int(0.05 / exact))
         times, amplitudes = v.amplitude_series(solver, skip=0, samples=16, stride=stride)

@@ -1,5 +1,6 @@
-"""Lattice Boltzmann compute plug-in: BGK, TRT and MRT collision, halfway bounce-back walls
-(Ladd's correction for moving walls), periodic axes, uniform body force (Guo forcing).
+"""Lattice Boltzmann compute plug-in: collision models from a table (:mod:`.collisions`),
+halfway bounce-back walls (Ladd's correction for moving walls), open boundaries, periodic axes,
+uniform body force (Guo forcing).
 
 The NumPy engine here is the reference; :mod:`.cuda` generates kernels from the same collision
 code (:mod:`.collision`) for the GPU.
@@ -15,15 +16,14 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine, check_memory, node_blocks
-from thelma_py.compute_params import check_nu as _check_nu
-from thelma_py.compute_params import force_tuple as _force_tuple
+from thelma_py.compute_params import check_nu, force_tuple
 from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm.boundaries import refusal
 from thelma_py.modules.compute.lbm.collision import (
-    COLLISIONS,
-    ODD_RATE,
+    CollisionModel,
     Relaxation,
     collide,
-    trt_omega_minus,
+    collision_model,
 )
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
@@ -36,8 +36,6 @@ from thelma_py.registry import register
 from thelma_py.units import RelaxationTime
 
 STREAMING = ("pull", "push", "aa")
-ODD_MOMENTS = ("qx", "qy", "qz", "mx", "my", "mz")
-"""MRT moments that ``mrt_odd='magic'`` relaxes at ω⁻."""
 
 
 def _check_cuda_options(instance, attribute, value):
@@ -52,17 +50,14 @@ def _check_cuda_options(instance, attribute, value):
 @register("compute", "lbm")
 @attrs.frozen(kw_only=True)
 class Lbm(RelaxationTime):
-    """Lattice Boltzmann: collision bgk|trt|mrt, streaming pull|push|aa; lattice units."""
+    """Lattice Boltzmann: collision model from a table, streaming pull|push|aa; lattice units."""
 
-    nu: float = attrs.field(validator=_check_nu)
+    nu: float = attrs.field(validator=check_nu)
     """Kinematic viscosity [lattice units]; τ = 3ν + ½."""
-    collision: str = attrs.field(default="bgk", validator=attrs.validators.in_(COLLISIONS))
-    """Collision model."""
-    magic: float = attrs.field(default=3.0 / 16.0, validator=attrs.validators.gt(0.0))
-    """TRT magic parameter Λ (3/16 puts halfway bounce-back walls exactly for Poiseuille)."""
-    mrt_rates: dict = attrs.field(factory=dict, converter=dict)
-    """MRT: relaxation rates by moment name, overriding the published defaults."""
-    force: tuple | None = attrs.field(default=None, converter=_force_tuple)
+    collision: CollisionModel = attrs.field(default="bgk", converter=collision_model)
+    """Collision model: a name from the table (:mod:`.collisions`; default parameters) or an
+    instance with its parameters, e.g. ``Trt(magic=1/4)``, ``Mrt(rates={"e": 1.1})``."""
+    force: tuple | None = attrs.field(default=None, converter=force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]) in lattice units."""
     streaming: str = attrs.field(default="pull", validator=attrs.validators.in_(STREAMING))
     """GPU memory scheme: two buffers (pull, push) or one (aa); the NumPy reference pulls."""
@@ -72,20 +67,11 @@ class Lbm(RelaxationTime):
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores). Results do not depend on them."""
-    mrt_odd: str = attrs.field(default="published",
-                               validator=attrs.validators.in_(("magic", "published")))
-    """MRT rate of the odd non-conserved moments (energy flux q, third-order m): 'published'
-    keeps the constants of d'Humières et al. (2002), stable in under-resolved turbulence (3D
-    Taylor-Green at Re = 1600); 'magic' relaxes them at TRT's ω⁻ for Λ = ``magic``
-    (Ginzburg & d'Humières 2003: halfway walls at the same place for every ν, and no almost
-    undamped mode at D3Q19 Zou-He edges, where the published s_m = 1.98 diverges), but ω⁻ → 0
-    as τ → ½, so at high Reynolds numbers those moments are hardly damped (the Re = 1600
-    Taylor-Green vortex diverged by t* = 1.4). Use 'magic' for ducts with Zou-He faces at
-    moderate Re. ``mrt_rates`` overrides either by name."""
 
     @property
     def omega_minus(self) -> float:
-        return trt_omega_minus(self.omega, self.magic)
+        """The model's second run-time rate (TRT's ω⁻)."""
+        return self.collision.omega_minus(self.omega)
 
     def stored_velocity(self, u: list) -> list:
         """Velocity of the equilibrium stored for an initial u: with a body force the
@@ -95,17 +81,8 @@ class Lbm(RelaxationTime):
         return [ua + 0.5 * g for ua, g in zip(u, self.force, strict=True)]
 
     def relaxation(self, lattice: Lattice) -> Relaxation:
-        if self.collision != "mrt":
-            return Relaxation(lattice, self.collision)
-        if lattice.mrt is None:
-            raise ValueError(f"MRT is available for D2Q9 and D3Q19, not {lattice.name}; "
-                             "use collision='trt' or 'bgk'")
-        s = lattice.mrt.rates(float("nan"), **self.mrt_rates)
-        if self.mrt_odd == "magic":
-            for k, name in enumerate(lattice.mrt.names):
-                if name in ODD_MOMENTS and name not in self.mrt_rates:
-                    s[k] = ODD_RATE
-        return Relaxation(lattice, "mrt", tuple(float(v) for v in s))
+        """The collision model bound to ``lattice`` (raises where it cannot run there)."""
+        return Relaxation(lattice, self.collision)
 
     def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,
                       boundaries: tuple = (), interpolated: bool = False) -> str:
@@ -135,11 +112,10 @@ class Lbm(RelaxationTime):
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
-        neighbour = [k for k, _ in tags.open_kinds if k in ("OUTFLOW", "FREE_SLIP")]
-        if self.streaming == "aa" and neighbour:
-            raise ValueError(f"{neighbour[0].lower().replace('_', '-')} boundaries read a "
-                             "neighbour's streamed populations, which the in-place AA scheme "
-                             "overwrites in the same step; use streaming='pull' or 'push'")
+        for kind, _ in tags.open_kinds:
+            reason = refusal(kind, streaming=self.streaming, storage=self.storage)
+            if reason:
+                raise ValueError(reason)
         if len(tags.curved_nodes) and self.streaming != "pull":
             raise ValueError("interpolated bodies read the post-collision populations of two "
                              "nodes per link, which only the pull scheme holds; use "

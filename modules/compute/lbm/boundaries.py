@@ -15,20 +15,28 @@ rebuilds them from the known ones, then the node collides like any fluid node.
 
 Everything is plain arithmetic on "values", like :mod:`.collision`: NumPy arrays give the
 reference, :class:`~thelma_py.codegen.expr.Expr` leaves give CUDA text.
+
+:data:`RULES` is the table the engines iterate: one :class:`BoundaryRule` per open node kind
+(the kinds themselves are declared in the core, ``thelma_py.tags.OPEN_TABLE``). The NumPy
+reference (:mod:`.open_nodes`), the dense CUDA arms (:mod:`.kernels`) and the sparse ones
+(:mod:`.sparse_kernels`) apply a record's rule; :func:`refusal` says where a kind cannot run.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
+import attrs
 import numpy as np
 
 from thelma_py.codegen.expr import dot
 from thelma_py.lattice import Lattice
 from thelma_py.nodes import EDGE_CODE, FACES, face_code, face_label
+from thelma_py.tags import OPEN_KINDS, NodeKind
 
-__all__ = ["EDGE_CODE", "FACE_NAMES", "face_code", "face_label", "face_normal", "local_rule",
-           "nebb", "sources"]
+__all__ = ["EDGE_CODE", "FACE_NAMES", "RULES", "BoundaryRule", "face_code", "face_label",
+           "face_normal", "nebb", "refusal", "rule"]
 
 FACE_NAMES = FACES
 
@@ -131,29 +139,106 @@ def free_slip_sources(lattice: Lattice, normal: Sequence[int]) -> dict[int, tupl
     return out
 
 
-def is_neighbour_kind(kind_name: str) -> bool:
-    """Rules that read another node's streamed populations (not possible in place, AA)."""
-    return kind_name in ("OUTFLOW", "FREE_SLIP")
+def velocity_rule(lattice: Lattice, normal, f: Sequence, let: Callable, value,
+                  force: Sequence[float] | None = None, *, equilibrium: bool = False) -> list:
+    """Velocity inlet: :func:`nebb` with the node's velocity ``value[:D]``."""
+    return nebb(lattice, normal, f, let, velocity=list(value[: lattice.d]),
+                equilibrium=equilibrium, force=force)
 
 
-def sources(lattice: Lattice, kind_name: str, normal: Sequence[int]):
-    """The copy map of a neighbour rule (OUTFLOW or FREE_SLIP)."""
-    if kind_name == "OUTFLOW":
-        return outflow_sources(lattice, normal)
-    if kind_name == "FREE_SLIP":
-        return free_slip_sources(lattice, normal)
-    raise ValueError(f"{kind_name} is not a neighbour rule")
+def pressure_rule(lattice: Lattice, normal, f: Sequence, let: Callable, value,
+                  force: Sequence[float] | None = None, *, equilibrium: bool = False) -> list:
+    """Pressure outlet: :func:`nebb` with the node's density ``value[3]``."""
+    return nebb(lattice, normal, f, let, rho=value[3], equilibrium=equilibrium, force=force)
 
 
-def local_rule(lattice: Lattice, kind_name: str, normal, f: Sequence, let: Callable, value,
-               force: Sequence[float] | None = None):
-    """Apply a local rule (VELOCITY, PRESSURE, EQUILIBRIUM_*) with ``value`` = (ux, uy, uz, ρ)
-    values of the node and the body ``force`` (or None); returns the rebuilt populations."""
-    equilibrium = kind_name.startswith("EQUILIBRIUM")
-    if kind_name in ("VELOCITY", "EQUILIBRIUM_VELOCITY"):
-        return nebb(lattice, normal, f, let, velocity=list(value[: lattice.d]),
-                    equilibrium=equilibrium, force=force)
-    if kind_name in ("PRESSURE", "EQUILIBRIUM_PRESSURE"):
-        return nebb(lattice, normal, f, let, rho=value[3], equilibrium=equilibrium,
-                    force=force)
-    raise ValueError(f"{kind_name} is not a local boundary rule")
+@attrs.frozen
+class BoundaryRule:
+    """One open node kind of the LBM plug-in: how its missing populations are rebuilt after
+    streaming, and where it can run. Exactly one of ``local`` and ``sources`` is given."""
+
+    kind: NodeKind = attrs.field(validator=attrs.validators.in_(OPEN_KINDS))
+    local: Callable | None = None
+    """Rebuild from the node's own streamed populations ``f`` and its values ``value``
+    (ux, uy, uz, ρ; ``NodeTags.open_values``): ``local(lattice, normal, f, let, value, force)
+    -> Q populations``, plain arithmetic (NumPy arrays or traced expressions)."""
+    sources: Callable | None = None
+    """Copy other nodes' streamed populations: ``sources(lattice, normal) -> {i: (k, offset)}``,
+    missing f_i(x) = streamed f_k(x + offset) (kept bounced where that node is solid or
+    beyond a face)."""
+    edges: bool = False
+    """May sit on an edge or corner where faces of this kind meet (face codes from EDGE_CODE)."""
+    aa: bool = attrs.field(default=attrs.Factory(lambda rule: rule.sources is None,
+                                                 takes_self=True))
+    """Runs with streaming='aa' (not a copy rule: AA overwrites the neighbours in place)."""
+    sparse: bool = True
+    """Runs with storage='sparse' (pull)."""
+    lwacm: bool = False
+    """Runs with the LW-ACM plug-ins (their state has no populations to rebuild: none does)."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.local is None) == (self.sources is None):
+            raise ValueError(f"{self.name}: give a local rule or a copy rule (sources), not both")
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+    @property
+    def neighbour(self) -> bool:
+        """A copy rule: reads another node's streamed populations."""
+        return self.sources is not None
+
+
+RULES: dict[NodeKind, BoundaryRule] = {rule.kind: rule for rule in (
+    BoundaryRule(NodeKind.VELOCITY, local=velocity_rule),
+    BoundaryRule(NodeKind.PRESSURE, local=pressure_rule),
+    BoundaryRule(NodeKind.EQUILIBRIUM_VELOCITY,
+                 local=functools.partial(velocity_rule, equilibrium=True)),
+    BoundaryRule(NodeKind.EQUILIBRIUM_PRESSURE,
+                 local=functools.partial(pressure_rule, equilibrium=True)),
+    BoundaryRule(NodeKind.OUTFLOW, sources=outflow_sources),
+    BoundaryRule(NodeKind.FREE_SLIP, sources=free_slip_sources, edges=True),
+)}
+"""The open-boundary rules of the LBM plug-in, one record per node kind."""
+
+
+def rule(kind: NodeKind | str) -> BoundaryRule:
+    """The record of a node kind (or its name); an open kind without a rule lists those with."""
+    key = NodeKind[kind] if isinstance(kind, str) and kind in NodeKind.__members__ else kind
+    if key not in RULES:
+        raise ValueError(f"no LBM boundary rule for node kind {kind!r}; rules exist for "
+                         f"{', '.join(r.name for r in RULES.values())}")
+    return RULES[key]
+
+
+def refusal(kind: NodeKind | str, *, streaming: str = "pull", storage: str = "dense",
+            compute: str = "lbm") -> str | None:
+    """Why ``kind`` cannot run in this configuration (None: it can)."""
+    record = rule(kind)
+    label = record.name.lower().replace("_", "-")
+    if compute != "lbm" and not record.lwacm:
+        return f"{compute} has no rule for {label} boundaries; use compute 'lbm'"
+    if streaming == "aa" and not record.aa:
+        return (f"{label} boundaries read a neighbour's streamed populations, which the "
+                "in-place AA scheme overwrites in the same step; use streaming='pull' or "
+                "'push'")
+    if storage == "sparse" and not record.sparse:
+        return f"{label} boundaries do not run with storage='sparse'; use storage='dense'"
+    return None
+
+
+def check_arm(lattice: Lattice, kind: str, face: str, scheme: str) -> None:
+    """Raise ValueError unless (kind, face) is an open boundary the kernels generate for
+    ``scheme``: a known kind, a face, or an edge / corner for kinds that allow them."""
+    try:  # a face, or an edge / corner of free-slip faces ('-y+z')
+        record = rule(kind)
+        face_normal(lattice, face)
+        edge = face_code(face) >= EDGE_CODE
+    except ValueError:
+        record = edge = None
+    if record is None or (edge and not record.edges):
+        raise ValueError(f"unknown open boundary ({kind!r}, {face!r})")
+    reason = refusal(kind, streaming=scheme)
+    if reason:
+        raise ValueError(reason)

@@ -4,24 +4,27 @@ Every function takes populations as a list indexed by lattice direction, and a `
 that names intermediates (identity for NumPy, :meth:`Emitter.let` for CUDA). Run-time scalars
 (ω, ω⁻) arrive as values: Python floats for NumPy, kernel-argument names for CUDA.
 
-The post-collision state is f' = f − K (f − f_eq + F/2) + F, with the relaxation operator K:
-BGK ωI; TRT ω⁺ on the even and ω⁻ on the odd part of each pair (i, ī); MRT M⁻¹ S M. F is Guo's
-forcing term for a uniform acceleration g, and the velocity is then u = (Σ c f)/ρ + g/2.
+The post-collision state is f' = f − K (f − f_eq + F/2) + F, with the relaxation operator K of
+a collision model. F is Guo's forcing term for a uniform acceleration g, and the velocity is
+then u = (Σ c f)/ρ + g/2.
+
+Collision models are a table: one :class:`CollisionModel` subclass per file in
+:mod:`.collisions`, registered by name with :func:`register_collision`; ``Lbm(collision=...)``
+takes a name or an instance (:func:`collision_model`).
 """
 
 from __future__ import annotations
 
+import abc
+import importlib
 from collections.abc import Callable, Sequence
 
 import attrs
-import numpy as np
 
 from thelma_py.codegen.expr import dot
 from thelma_py.lattice import Lattice
 
-COLLISIONS = ("bgk", "trt", "mrt")
-ODD_RATE = -1.0
-"""In ``Relaxation.mrt_rates``: this moment relaxes at the run-time ω⁻ (TRT's odd rate)."""
+_MODELS: dict[str, type[CollisionModel]] = {}
 
 
 def moments(lattice: Lattice, f: Sequence, let: Callable, force: Sequence[float] | None = None):
@@ -49,42 +52,108 @@ def guo_forcing(lattice: Lattice, rho, u: Sequence, force: Sequence[float]) -> l
     return out
 
 
+@attrs.frozen(kw_only=True)
+class CollisionModel(abc.ABC):
+    """A collision model: its own parameters and its relaxation operator K, traced.
+
+    Subclasses (one file each in :mod:`.collisions`) are frozen attrs classes registered with
+    :func:`register_collision`; ``name`` is the registered name (kept in checkpoints).
+    """
+
+    name: str = attrs.field(init=False, repr=False,
+                            default=attrs.Factory(lambda self: _registered_name(type(self)),
+                                                  takes_self=True))
+
+    @abc.abstractmethod
+    def relax(self, lattice: Lattice, g: Sequence, let: Callable, omega, omega_minus) -> list:
+        """K g for non-equilibrium populations ``g`` (Σ g = 0, Σ c g = 0): a list of Q values,
+        NumPy arrays or traced expressions alike."""
+
+    def omega_minus(self, omega: float) -> float:
+        """The second run-time rate the engines pass (TRT's ω⁻); ω for models without one."""
+        return omega
+
+    def unsupported(self, lattice: Lattice) -> str | None:
+        """Why this model cannot run on ``lattice``, or None (tests skip with this reason)."""
+        return None
+
+    def check(self, lattice: Lattice) -> None:
+        """Raise ValueError where the model cannot run on ``lattice`` with these parameters."""
+        reason = self.unsupported(lattice)
+        if reason:
+            raise ValueError(reason)
+
+
+def register_collision(name: str) -> Callable[[type], type]:
+    """Class decorator: make a :class:`CollisionModel` subclass available as ``name``."""
+
+    def decorate(cls: type) -> type:
+        existing = _MODELS.get(name)
+        if existing is not None and existing is not cls:
+            raise ValueError(f"collision model {name!r} is already registered by "
+                             f"{existing.__module__}.{existing.__qualname__}")
+        _MODELS[name] = cls
+        return cls
+
+    return decorate
+
+
+def _registered_name(cls: type) -> str:
+    for name, model in _MODELS.items():
+        if model is cls:
+            return name
+    raise TypeError(f"{cls.__qualname__} is not a registered collision model: decorate it "
+                    "with @register_collision(name)")
+
+
+def collision_models() -> dict[str, type[CollisionModel]]:
+    """The registered collision models by name (the built-in files imported on first use)."""
+    from thelma_py.modules.compute.lbm import collisions
+
+    for module in collisions.MODULES:
+        importlib.import_module(f"{collisions.__name__}.{module}")
+    return dict(sorted(_MODELS.items()))
+
+
+def collision_model(spec: str | dict | CollisionModel) -> CollisionModel:
+    """A model from a name (default parameters), a dict ``{"name": ..., **parameters}`` (as
+    checkpoints record it) or an instance (returned as is)."""
+    if isinstance(spec, CollisionModel):
+        return spec
+    models = collision_models()
+    params = dict(spec) if isinstance(spec, dict) else {}
+    name = params.pop("name", None) if isinstance(spec, dict) else spec
+    if not isinstance(name, str):
+        raise TypeError(f"collision must be a model name, a dict with 'name' or a "
+                        f"CollisionModel, got {spec!r}")
+    if name not in models:
+        raise ValueError(f"unknown collision model {name!r}; valid: {', '.join(models)}")
+    valid = [a.alias for a in attrs.fields(models[name]) if a.init]
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ValueError(f"collision model {name!r} takes no parameter(s) {unknown}; valid: "
+                         f"{', '.join(valid) or '(none)'}")
+    return models[name](**params)
+
+
 @attrs.frozen
 class Relaxation:
-    """The relaxation operator K, built from a collision name and the lattice."""
+    """A collision model bound to a lattice: the operator K that :func:`collide` applies."""
 
     lattice: Lattice
-    kind: str = attrs.field(validator=attrs.validators.in_(COLLISIONS))
-    mrt_rates: tuple[float, ...] | None = None
-    """For MRT: the full diagonal of S, with NaN where the rate is the run-time ω and
-    :data:`ODD_RATE` where it is the run-time ω⁻."""
+    model: CollisionModel = attrs.field(converter=collision_model)
+
+    def __attrs_post_init__(self) -> None:
+        self.model.check(self.lattice)
+
+    @property
+    def kind(self) -> str:
+        """The model's name (it names the generated kernels)."""
+        return self.model.name
 
     def apply(self, g: Sequence, let: Callable, omega, omega_minus=None) -> list:
         """K g for non-equilibrium populations ``g``."""
-        lat = self.lattice
-        if self.kind == "bgk":
-            return [omega * gi for gi in g]
-        if self.kind == "trt":
-            out = [omega * g[0]] + [None] * (lat.q - 1)
-            for i, j in enumerate(lat.opposite):
-                if i == 0 or j < i:
-                    continue
-                even = let(0.5 * omega * (g[i] + g[j]))
-                odd = let(0.5 * omega_minus * (g[i] - g[j]))
-                out[i], out[j] = even + odd, even - odd
-            return out
-        basis = lat.mrt
-        m = basis.matrix
-        norms = (m * m).sum(axis=1)
-        relaxed = []
-        for k, s in enumerate(self.mrt_rates):
-            if s == 0.0:
-                relaxed.append(0.0)
-                continue
-            mk = dot(m[k], g)
-            rate = omega if np.isnan(s) else (omega_minus if s == ODD_RATE else float(s))
-            relaxed.append(let(mk * (rate / float(norms[k]))))
-        return [dot(m[:, i], relaxed) for i in range(lat.q)]
+        return self.model.relax(self.lattice, g, let, omega, omega_minus)
 
 
 def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=None,

@@ -29,7 +29,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
-from thelma_py.tags import LINK_SHIFT, OPEN_KINDS
+from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
 CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
@@ -62,20 +62,8 @@ class KernelConfig(cuda.KernelConfig):
 
     @boundaries.validator
     def _check_boundaries(self, _, value):
-        names = {k.name for k in OPEN_KINDS}
         for kind, face in value:
-            try:  # a face, or an edge / corner of free-slip faces ('-y+z')
-                boundaries.face_normal(self.lattice, face)
-                edge = boundaries.face_code(face) >= boundaries.EDGE_CODE
-            except ValueError:
-                edge = None
-            if kind not in names or edge is None or (edge and kind != "FREE_SLIP"):
-                raise ValueError(f"unknown open boundary ({kind!r}, {face!r})")
-            if self.scheme == "aa" and boundaries.is_neighbour_kind(kind):
-                raise ValueError(
-                    f"{kind.lower().replace('_', '-')} boundaries read a neighbour's streamed "
-                    "populations, which the in-place AA scheme overwrites in the same step; "
-                    "use streaming='pull' or 'push'")
+            boundaries.check_arm(self.lattice, kind, face, self.scheme)
 
     @property
     def name(self) -> str:
@@ -235,11 +223,11 @@ def _streamed(cfg: KernelConfig, k: int, target: str) -> str:
             f"else {target} = src[{k} * N + {upstream}];")
 
 
-def _neighbour_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
+def _neighbour_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:
     lat = cfg.lattice
     normal = boundaries.face_normal(lat, face)
     lines = []
-    for i, (k, offset) in boundaries.sources(lat, kind, normal).items():
+    for i, (k, offset) in rule.sources(lat, normal).items():
         d = list(offset) + [0] * (3 - lat.d)
         checks, coords = [], []
         for a, (axis, n, step) in enumerate(zip("xyz", ("nx", "ny", "nz"), d, strict=True)):
@@ -258,13 +246,13 @@ def _neighbour_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
     return lines
 
 
-def _local_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
+def _local_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:
     lat = cfg.lattice
     em = Emitter(prefix="b")
     f = [Expr(f"a{i}", atom=True) for i in range(lat.q)]
     value = [Expr(f"v[{c}]", atom=True) for c in range(4)]
     normal = boundaries.face_normal(lat, face)
-    rebuilt = boundaries.local_rule(lat, kind, normal, f, em.let, value, cfg.force)
+    rebuilt = rule.local(lat, normal, f, em.let, value, cfg.force)
     lines = [f"const real_t* v = open_values + 4 * (base + {_plane_index(face)});"]
     lines += em.lines
     lines += [f"f[{i}] = {r};" for i, r in enumerate(rebuilt) if r is not f[i]]
@@ -320,8 +308,8 @@ def _open_function(cfg: KernelConfig) -> str:
     body += [f"(void)a{i};" for i in range(q)]
     for kind, face_name in cfg.boundaries:
         face = boundaries.face_code(face_name)
-        arm = (_neighbour_arm if boundaries.is_neighbour_kind(kind) else _local_arm)(
-            cfg, kind, face)
+        rule = boundaries.rule(kind)
+        arm = (_neighbour_arm if rule.neighbour else _local_arm)(cfg, rule, face)
         body.append(f"if (kind == KIND_{kind} && face == {face}) {{  // {kind} {face_name}")
         body += ["    " + line for line in arm]
         body += ["    return;", "}"]

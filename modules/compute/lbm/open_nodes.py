@@ -1,8 +1,8 @@
 """Open-boundary nodes of one sub-box, applied to streamed populations (NumPy reference).
 
 Groups the nodes by (kind, face), gathers their per-node values (``NodeTags.open_values``) and,
-for the neighbour rules, the flat index of the node each missing population is copied from.
-The formulas themselves are in :mod:`.boundaries`, shared with the CUDA generator.
+for the copy rules, the flat index of the node each missing population is copied from. Each
+group applies its kind's record of :data:`.boundaries.RULES`, shared with the CUDA generator.
 """
 
 from __future__ import annotations
@@ -44,13 +44,17 @@ def offset_nodes(coords, offset, shape, periodic) -> tuple[np.ndarray, np.ndarra
 
 @attrs.define
 class Group:
-    kind: str
+    rule: boundaries.BoundaryRule
     face: int
     flat: np.ndarray
     values: np.ndarray | None = None
     """(4, n) ux, uy, uz, ρ for local rules."""
     copies: list = attrs.field(factory=list)
-    """Neighbour rules: (i, k, targets (positions in flat), source flat indices)."""
+    """Copy rules: (i, k, targets (positions in flat), source flat indices)."""
+
+    @property
+    def kind(self) -> str:
+        return self.rule.name
 
 
 class OpenNodes:
@@ -73,10 +77,10 @@ class OpenNodes:
                 face, base = (int(v) for v in tags.open_table[bc])
                 flat = np.flatnonzero(where & (ids == bc))
                 coords = np.unravel_index(flat, shape)[::-1]  # x, y[, z]
-                group = Group(kind.name, face, flat)
+                group = Group(boundaries.rule(kind), face, flat)
                 normal = boundaries.face_normal(lattice, face)
-                if boundaries.is_neighbour_kind(kind.name):
-                    for i, (k, offset) in boundaries.sources(lattice, kind.name, normal).items():
+                if group.rule.neighbour:
+                    for i, (k, offset) in group.rule.sources(lattice, normal).items():
                         src, ok = offset_nodes(coords, offset, shape, tags.periodic)
                         ok &= ~solid[src]
                         group.copies.append((i, k, np.flatnonzero(ok), src[ok]))
@@ -103,8 +107,8 @@ class OpenNodes:
                 continue
             f = [flat[i, group.flat] for i in range(q)]
             normal = boundaries.face_normal(lat, group.face)
-            rebuilt = boundaries.local_rule(lat, group.kind, normal, f, identity_let,
-                                            list(group.values), self.force)
+            rebuilt = group.rule.local(lat, normal, f, identity_let, list(group.values),
+                                       self.force)
             for i in range(q):
                 if rebuilt[i] is not f[i]:
                     writes.append((i, group.flat, rebuilt[i]))

@@ -89,24 +89,23 @@ def _signature(cfg: KernelConfig, name: str, open_nodes: bool) -> str:
     return step_args(cfg.scheme, open_nodes).signature(name, cfg.launch_bounds)
 
 
-def _local_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
+def _local_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:
     """A local rule on a0..a{Q-1} with this node's values v (ux, uy, uz, ρ)."""
     lat = cfg.lattice
     em = Emitter(prefix="b")
     a = [Expr(f"a{i}", atom=True) for i in range(lat.q)]
     value = [Expr(f"v[{c}]", atom=True) for c in range(4)]
-    rebuilt = boundaries.local_rule(lat, kind, boundaries.face_normal(lat, face), a, em.let,
-                                    value, cfg.force)
+    rebuilt = rule.local(lat, boundaries.face_normal(lat, face), a, em.let, value, cfg.force)
     return (["const real_t* v = open_values + 4 * t;"] + em.lines
             + [f"f{i} = {r};" for i, r in enumerate(rebuilt) if r is not a[i]])
 
 
-def _neighbour_arm(cfg: KernelConfig, kind: str, face: int) -> list[str]:
+def _neighbour_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:
     """A copy rule: missing f_i = streamed population k of the stored node open_src[i][t]
     (−1 where that node is solid or beyond a face: the bounced value stays)."""
     lat = cfg.lattice
     lines = []
-    for i, (k, _) in boundaries.sources(lat, kind, boundaries.face_normal(lat, face)).items():
+    for i, (k, _) in rule.sources(lat, boundaries.face_normal(lat, face)).items():
         lines.append(f"{{ const int m = open_src[{i} * n_open + t]; "
                      f"if (m >= 0) {_load(cfg, k, 'm', f'f{i}')} }}")
     return lines
@@ -136,8 +135,9 @@ def _arms(cfg: KernelConfig):
     the (kind, face) pairs of ``cfg.boundaries``, then interpolated nodes."""
     for kind, face_name in cfg.boundaries:
         face = boundaries.face_code(face_name)
-        arm = _neighbour_arm if boundaries.is_neighbour_kind(kind) else _local_arm
-        yield f"{kind} {face_name}", arm(cfg, kind, face)
+        rule = boundaries.rule(kind)
+        arm = _neighbour_arm if rule.neighbour else _local_arm
+        yield f"{kind} {face_name}", arm(cfg, rule, face)
     if cfg.interpolated:
         yield "INTERPOLATED", _interpolated_arm(cfg)
 

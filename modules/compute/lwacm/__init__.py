@@ -26,6 +26,7 @@ from thelma_py.backend import Backend
 from thelma_py.compute import ComputeEngine
 from thelma_py.compute_params import check_nu, force_tuple
 from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.tags import NodeKind
@@ -68,8 +69,9 @@ class LwacmParameters(RelaxationTime):
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
-        kinds = {NodeKind(int(k)).name for k in np.unique(tags.kind)}
-        unsupported = sorted(kinds - {NodeKind.FLUID.name, NodeKind.WALL.name})
+        kinds = {NodeKind(int(k)) for k in np.unique(tags.kind)}
+        unsupported = sorted(k.name for k in kinds - {NodeKind.FLUID, NodeKind.WALL}
+                             if not (k.is_open and boundary_rule(k).lwacm))
         if unsupported:
             raise ValueError(f"LW-ACM handles walls (at rest or moving) and periodic axes, not the "
                              f"open-boundary kinds {unsupported}; use compute 'lbm' for inlets, "

@@ -1,0 +1,71 @@
+"""The table of collision models: lookup by name, parameters owned by each model, errors that
+list the valid choices, and the record checkpoints keep."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from thelma_py.lattice import D3Q19, D3Q27
+from thelma_py.modules.compute.lbm import Lbm
+from thelma_py.modules.compute.lbm.collision import (
+    CollisionModel,
+    Relaxation,
+    collision_model,
+    collision_models,
+    register_collision,
+)
+from thelma_py.modules.compute.lbm.collisions import Mrt, Trt
+from thelma_py.modules.results.checkpoint import differences
+
+
+def test_models_are_found_by_name_with_default_parameters():
+    assert {"bgk", "trt", "mrt", "regularized"} <= set(collision_models())
+    assert Lbm(nu=0.1).collision == collision_model("bgk")
+    assert Lbm(nu=0.1, collision="trt").collision == Trt()
+    assert Lbm(nu=0.1, collision={"name": "trt", "magic": 0.25}).collision == Trt(magic=0.25)
+    model = Mrt(rates={"e": 1.1}, odd="magic")
+    assert Lbm(nu=0.1, collision=model).collision is model
+
+
+def test_each_model_owns_its_parameters():
+    assert Lbm(nu=1 / 6, collision=Trt(magic=0.25)).omega_minus == pytest.approx(1.0)
+    assert Lbm(nu=1 / 6, collision="bgk").omega_minus == Lbm(nu=1 / 6).omega
+    with pytest.raises(ValueError, match="magic"):
+        Trt(magic=-1.0)
+    with pytest.raises(ValueError, match="odd"):
+        Mrt(odd="tuned")
+    with pytest.raises(ValueError, match="unknown MRT moment name.*valid names"):
+        Lbm(nu=0.1, collision=Mrt(rates={"shear": 1.0})).check(D3Q19)
+
+
+def test_errors_list_the_valid_choices():
+    with pytest.raises(ValueError, match="unknown collision model 'lbgk'; valid: bgk, mrt"):
+        Lbm(nu=0.1, collision="lbgk")
+    with pytest.raises(ValueError, match=r"takes no parameter\(s\) \['magick'\]; valid: magic"):
+        Lbm(nu=0.1, collision={"name": "trt", "magick": 0.25})
+    with pytest.raises(ValueError, match="MRT is available for D2Q9 and D3Q19, not D3Q27"):
+        Relaxation(D3Q27, "mrt")
+    with pytest.raises(TypeError, match="model name"):
+        Lbm(nu=0.1, collision=3)
+
+
+def test_a_model_must_be_registered_once():
+    @attrs.frozen(kw_only=True)
+    class Unregistered(CollisionModel):
+        def relax(self, lattice, g, let, omega, omega_minus):
+            return [omega * gi for gi in g]
+
+    with pytest.raises(TypeError, match="register_collision"):
+        Unregistered()
+    with pytest.raises(ValueError, match="already registered"):
+        register_collision("trt")(Unregistered)
+
+
+def test_the_checkpoint_record_names_the_model_and_its_parameters():
+    record = attrs.asdict(Lbm(nu=0.1, collision=Trt(magic=0.25)))
+    assert record["collision"] == {"name": "trt", "magic": 0.25}
+    assert collision_model(record["collision"]) == Trt(magic=0.25)  # and reads back
+    other = attrs.asdict(Lbm(nu=0.1, collision="regularized"))
+    assert "collision.name differs: checkpoint trt, run regularized" in differences(
+        {"compute": record}, {"compute": other})

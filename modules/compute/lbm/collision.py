@@ -98,6 +98,12 @@ def register_collision(name: str) -> Callable[[type], type]:
     return decorate
 
 
+MODEL_PACKAGE = "thelma_py.modules.compute.lbm.collisions"
+MODEL_FILES = ("bgk", "trt", "mrt", "regularized")
+"""The built-in collision models: one file each in :data:`MODEL_PACKAGE`, imported by name on
+first use (so this module never imports the package that imports it)."""
+
+
 def _registered_name(cls: type) -> str:
     for name, model in _MODELS.items():
         if model is cls:
@@ -108,10 +114,8 @@ def _registered_name(cls: type) -> str:
 
 def collision_models() -> dict[str, type[CollisionModel]]:
     """The registered collision models by name (the built-in files imported on first use)."""
-    from thelma_py.modules.compute.lbm import collisions
-
-    for module in collisions.MODULES:
-        importlib.import_module(f"{collisions.__name__}.{module}")
+    for module in MODEL_FILES:
+        importlib.import_module(f"{MODEL_PACKAGE}.{module}")
     return dict(sorted(_MODELS.items()))
 
 

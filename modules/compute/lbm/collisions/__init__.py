@@ -2,12 +2,11 @@
 
 Each module defines one :class:`~thelma_py.modules.compute.lbm.collision.CollisionModel`
 subclass, registered by name with
-:func:`~thelma_py.modules.compute.lbm.collision.register_collision`. ``MODULES`` is the table
-of built-in model files: a new model is a file here and its name in this tuple. The classes
+:func:`~thelma_py.modules.compute.lbm.collision.register_collision`.
+``collision.MODEL_FILES`` is the table of built-in model files: a new model is a file here
+and its name in that tuple. The classes
 import from here by class name (``from thelma_py.modules.compute.lbm.collisions import Trt``).
 """
-
-MODULES = ("bgk", "trt", "mrt", "regularized")
 
 
 def __getattr__(name: str):

@@ -1,16 +1,20 @@
-"""Residual monitor: how much the velocity still changes, with an optional convergence stop.
+"""Convergence stops: the velocity residual, and a scalar that has settled.
 
-Every k steps it records r = ‖u_n − u_{n−k}‖₁ / ‖u_n‖₁ (sums over all nodes and components,
-reduced on the device; in a distributed run the two norms are summed over the ranks, so every
-rank sees the same r). With ``tolerance``, the first r below it stops the run through
-:meth:`Solver.stop` on every rank. Rounding sets a floor under r: a tolerance below the floor
-of the run's precision (:data:`RESIDUAL_FLOOR`) gets a warning when the run starts.
+``residual``: every k steps it records r = ‖u_n − u_{n−k}‖₁ / ‖u_n‖₁ (sums over all nodes and
+components, reduced on the device; in a distributed run the two norms are summed over the
+ranks, so every rank sees the same r). With ``tolerance``, the first r below it stops the run
+through :meth:`Solver.stop` on every rank. Rounding sets a floor under r: a tolerance below
+the floor of the run's precision (:data:`RESIDUAL_FLOOR`) gets a warning when the run starts.
+
+``steady``: every N steps it evaluates a scalar of the flow (a drag force, a probe) and stops
+the run once the last ``window`` values lie within ``tolerance`` of each other.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -111,3 +115,52 @@ class Residual:
     def csv(self) -> str:
         return "step,residual\n" + "".join(f"{s},{r!r}\n" for s, r in self.records)
 
+
+def relative_spread(values) -> float:
+    """(max − min) / |mean| of a sequence (inf if the mean is zero and the values differ)."""
+    low, high = min(values), max(values)
+    mean = abs(sum(values) / len(values))
+    if mean == 0.0:
+        return 0.0 if high == low else math.inf
+    return (high - low) / mean
+
+
+@register("results", "steady")
+@attrs.define(kw_only=True)
+class Steady:
+    """Stops the run once a scalar has settled: its last ``window`` values, taken every N
+    steps, lie within ``tolerance`` of their mean ((max − min) / |mean| < tolerance).
+
+    Not the change between two checks, which a signal oscillating around its drift (acoustic
+    waves in an open channel) can make small by chance: the whole window must be flat, so the
+    window should span the slowest oscillation and ``every`` resolve it.
+    """
+
+    quantity: Callable = attrs.field(validator=attrs.validators.is_callable())
+    """What to watch: a function of the solver returning one number (e.g. a drag force)."""
+    schedule: Every = attrs.field(
+        alias="every", default=100, converter=as_schedule,
+        validator=attrs.validators.instance_of(Every),
+    )
+    """Steps between two values (an int or an Every)."""
+    window: int = attrs.field(default=10, validator=[attrs.validators.instance_of(int),
+                                                      attrs.validators.ge(2)])
+    """How many of the latest values must agree."""
+    tolerance: float | None = attrs.field(default=1e-6, validator=_check_tolerance)
+    """Largest relative spread (max − min) / |mean| of the window that counts as settled
+    (None: only record)."""
+    records: list[tuple[int, float]] = attrs.field(factory=list, init=False, repr=False)
+    """(step, value) per evaluation."""
+    converged_at: int | None = attrs.field(default=None, init=False)
+
+    def __call__(self, solver) -> None:
+        step = int(solver.time_step)
+        self.records = [r for r in self.records if r[0] != step] + [
+            (step, float(self.quantity(solver)))]
+        if self.tolerance is None or len(self.records) < self.window:
+            return
+        spread = relative_spread([value for _, value in self.records[-self.window:]])
+        if spread < self.tolerance:
+            self.converged_at = step
+            solver.stop(f"steady: {self.window} values over {step - self.records[-self.window][0]}"
+                        f" steps within {spread:.2e} < tolerance {self.tolerance:g} at step {step}")

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from thelma_py.cases.cylinder import SCHAEFER_TUREK
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lbm.forces import forces
-from thelma_py.tools.validation import SCHAEFER_TUREK, run_schaefer_turek
+from thelma_py.tools.validation import run_schaefer_turek
 
 
 def total_momentum(solver):

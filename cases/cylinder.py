@@ -2,13 +2,18 @@
 
 Channel H = 0.41 x L = 2.2, cylinder of diameter D = 0.1 centred at (0.2, 0.2), parabolic
 Zou-He inflow, Zou-He pressure outlet, no-slip walls (halfway bounce-back). The resolution is
-``n`` nodes per diameter. Re = 20 is steady: the report gives c_D, c_L and Δp against the
-published intervals. The same geometry at Re = 100 sheds vortices:
-:mod:`thelma_py.cases.cylinder_2d2` (test 2D-2).
+``n`` nodes per diameter. Re = 20 is steady: the run stops once the drag has settled, and the
+report gives c_D, c_L and Δp against the published intervals. The same geometry at Re = 100
+sheds vortices: :mod:`thelma_py.cases.cylinder_2d2` (test 2D-2).
+
+The inflow speed follows the validated setting (docs/validation/schaefer_turek.md): diffusive
+scaling, u_max = 1/n lattice units, so τ = 0.6 at every resolution and the compressibility
+error (∝ u_max²) falls at second order with the grid error. At fixed u_max = 0.1, n = 10 gives
+c_D = 5.819 against 5.666 at u_max = 0.05: most of the error is then compressibility.
 
 Run::
 
-    thelma run cases/cylinder.py                        # n = 20, Re = 20
+    thelma run cases/cylinder.py                        # n = 20, Re = 20, u_max = 0.05
     thelma validate --only schaefer-turek               # three resolutions, in the report
 """
 
@@ -20,8 +25,9 @@ from collections.abc import Sequence
 import thelma_py as tp
 from thelma_py.modules.compute.lbm.forces import forces
 
-DEFAULT_STEPS = 80_000
-"""Enough for c_D to settle to 1e-6 at n = 20 (73 000 steps measured)."""
+DEFAULT_STEPS = 320_000
+"""A cap, 800 n / u_max at the defaults: the steady stop ends the run first (n = 10: at 42 240
+steps; n = 20 stopped at 108 000 to 129 000 under the former, early-biased rule)."""
 
 CYLINDER_ID = 3
 """Boundary id of the cylinder (after the inlet and outlet rows)."""
@@ -29,25 +35,39 @@ CYLINDER_ID = 3
 SCHAEFER_TUREK = {"c_D": (5.57, 5.59), "c_L": (0.0104, 0.0110), "dp": (0.1172, 0.1176)}
 """Published intervals of benchmark 2D-1 (Re = 20, steady)."""
 
-__all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "SCHAEFER_TUREK", "build", "main", "report",
-           "schaefer_turek_measures"]
+__all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "SCHAEFER_TUREK", "build", "cylinder_drag",
+           "inflow_speed", "main", "report", "schaefer_turek_measures"]
 
 
-def build(*, n: int = 20, reynolds: float = 20.0, u_max: float = 0.1, collision: str = "trt",
-          radius_offset: float = 0.0, interpolated: bool = True, results: Sequence = (),
-          device: str = "auto", precision: str = "float64") -> tp.Solver:
+def inflow_speed(n: int, u_max: float | None) -> float:
+    """The inflow centre speed in lattice units: ``u_max``, or 1/n (diffusive scaling)."""
+    return 1.0 / n if u_max is None else u_max
+
+
+def cylinder_drag(solver: tp.Solver) -> float:
+    """x component of the momentum-exchange force on the cylinder (lattice units)."""
+    return float(forces(solver.engine, [CYLINDER_ID])[CYLINDER_ID][0])
+
+
+def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
+          collision: str = "trt", radius_offset: float = 0.0, interpolated: bool = True,
+          tolerance: float | None = 1e-6, results: Sequence = (), device: str = "auto",
+          precision: str = "float64") -> tp.Solver:
     """Channel of (22 n + 1) x 4.1 n nodes with the cylinder; Re = U D / ν with the mean
-    inflow speed U = 2 u_max / 3 (lattice units).
+    inflow speed U = 2 u_max / 3 (``u_max`` None: 1/n).
 
     The inlet nodes lie on x = 0 (wet nodes) and the rows at y = (j + 1/2) dx. The cylinder is
     the set of nodes within n/2 + ``radius_offset`` of its centre; with ``interpolated``
     (default) its links use interpolated bounce-back at the exact circle, without, the halfway
-    staircase. The flow starts from the inflow profile at every node. ``results`` are added to
-    the run.
+    staircase. The flow starts from the inflow profile at every node. With ``tolerance``, the
+    run stops once the drag is steady: 40 values 8 n steps apart (two periods of the slowest
+    acoustic mode, a quarter wave along the channel, about 152 n steps) within that relative
+    spread. ``results`` are added to the run.
     """
     ny = round(4.1 * n)
     if abs(ny - 4.1 * n) > 1e-9:
         raise ValueError(f"n = {n}: H = 4.1 n must be a whole number of nodes (n = 10, 20, ...)")
+    u_max = inflow_speed(n, u_max)
     u_mean = 2.0 * u_max / 3.0
     nu = u_mean * n / reynolds
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
@@ -66,17 +86,19 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float = 0.1, collision:
     # start from the inflow profile everywhere: an impulsive start from rest sends pressure
     # waves of δρ ≈ 0.2 that the outlet does not absorb at τ ≈ 0.52 (Re = 100, n = 10)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=inflow)
-    return tp.compose("D2Q9", geometry, compute, init=init, results=list(results),
+    own = [] if tolerance is None else [tp.plugin("results", "steady", quantity=cylinder_drag,
+                                                  every=8 * n, window=40, tolerance=tolerance)]
+    return tp.compose("D2Q9", geometry, compute, init=init, results=[*own, *results],
                       device=device, precision=precision)
 
 
 # -- measures ----------------------------------------------------------------------------------
-def schaefer_turek_measures(solver: tp.Solver, u_max: float = 0.1) -> dict[str, float]:
+def schaefer_turek_measures(solver: tp.Solver, u_max: float | None = None) -> dict[str, float]:
     """c_D, c_L (from the momentum-exchange force) and Δp = p(front) − p(back) in the
     benchmark's units (ρ = 1, U = 0.2 m/s: p scaled by (0.2 / U_lattice)²). ``u_max`` is the
-    lattice inflow centre speed the solver was built with."""
+    lattice inflow centre speed the solver was built with (None: 1/n)."""
     n = (solver.geometry.shape[0] - 1) // 22
-    u_mean = 2.0 * u_max / 3.0
+    u_mean = 2.0 * inflow_speed(n, u_max) / 3.0
     force = forces(solver.engine, [CYLINDER_ID])[CYLINDER_ID]
     scale = 0.5 * u_mean**2 * n
     rho = solver.density()
@@ -95,7 +117,7 @@ def schaefer_turek_measures(solver: tp.Solver, u_max: float = 0.1) -> dict[str, 
             "dp": float(dp_lattice * (0.2 / u_mean) ** 2)}
 
 
-def report(solver: tp.Solver, *, u_max: float = 0.1, **_) -> str:
+def report(solver: tp.Solver, *, u_max: float | None = None, **_) -> str:
     m = schaefer_turek_measures(solver, u_max)
     return ", ".join(f"{k} = {m[k]:.4f} (published {lo}-{hi})"
                      for k, (lo, hi) in SCHAEFER_TUREK.items())

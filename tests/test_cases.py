@@ -151,6 +151,21 @@ def test_a_case_runs_as_a_module_outside_the_checkout(tmp_path):
     assert "relative L2 error against the parabola" in result.stdout
 
 
+def test_cylinder_defaults_are_the_validated_settings():
+    """docs/validation/schaefer_turek.md: 2D-1 in diffusive scaling, u_max = 1/n and τ = 0.6 at
+    every n (what ``thelma validate --only schaefer-turek`` runs); 2D-2 at u_max = 0.05."""
+    cylinder, shedding = load("cylinder"), load("cylinder_2d2")
+    for n in (10, 20, 40):
+        solver = cylinder.build(device="cpu", n=n)
+        assert 3 * solver.compute.nu + 0.5 == pytest.approx(0.6, rel=1e-12)
+        inlet = solver.tags.open_values[:, 0].max()  # the parabola's nodes straddle its top
+        assert 0.99 / n < inlet <= 1.0 / n
+    solver = shedding.build(device="cpu", n=20)
+    assert 3 * solver.compute.nu + 0.5 == pytest.approx(0.52, rel=1e-12)  # u_max = 0.05
+    forces = solver.results[0]
+    assert forces.velocity == pytest.approx(2 * 0.05 / 3) and forces.area == 20
+
+
 def test_cavity_3d_has_the_lid_on_plus_z():
     solver = load("lid_driven_cavity").build(device="cpu", n=5, dim=3, lid_velocity=0.05)
     assert solver.lattice.name == "D3Q19"

@@ -3,7 +3,8 @@
 The object is voxelized with :class:`thelma_py.geometry.StlShape` (closed meshes only), scaled
 to ``size`` nodes along its largest extent and centred 3 sizes behind the inlet of the channel
 of :mod:`thelma_py.cases.sphere` (10 x 4 x 4 sizes, Zou-He inlet, pressure outlet, free-slip
-side walls). Without ``stl`` the case writes a sphere mesh of its own.
+side walls). Without ``stl`` the case makes a sphere mesh in a temporary folder, removed once
+the solver is built.
 
 Run::
 
@@ -46,11 +47,13 @@ def build(*, stl: str | None = None, size: int = 10, reynolds: float = 20.0, u: 
     nu = u * size / reynolds
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
     centre = (3 * size, 2 * size - 0.5, 2 * size - 0.5)
-    path = Path(stl) if stl else sphere_stl(Path(tempfile.gettempdir()) / "thelma_sphere.stl")
-    geometry = channel(size, u, place(path, size, centre), interpolated)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
-    return tp.compose("D3Q19", geometry, tp.plugin("compute", "lbm", nu=nu, collision=collision),
-                      init=init, results=list(results), device=device, precision=precision)
+    with tempfile.TemporaryDirectory(prefix="thelma_stl_") as folder:  # gone once built
+        path = Path(stl) if stl else sphere_stl(Path(folder) / "sphere.stl")
+        geometry = channel(size, u, place(path, size, centre), interpolated)
+        return tp.compose("D3Q19", geometry,
+                          tp.plugin("compute", "lbm", nu=nu, collision=collision), init=init,
+                          results=list(results), device=device, precision=precision)
 
 
 def report(solver: tp.Solver, *, u: float, size: int, **_) -> str:

@@ -12,6 +12,7 @@ import importlib
 import inspect
 import subprocess
 import sys
+import tempfile
 import typing
 from pathlib import Path
 
@@ -164,6 +165,13 @@ def test_cylinder_defaults_are_the_validated_settings():
     assert 3 * solver.compute.nu + 0.5 == pytest.approx(0.52, rel=1e-12)  # u_max = 0.05
     forces = solver.results[0]
     assert forces.velocity == pytest.approx(2 * 0.05 / 3) and forces.area == 20
+
+
+def test_stl_case_leaves_no_mesh_file_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    solver = load("stl_object").build(device="cpu", size=4, reynolds=5.0)
+    solver.run(2)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cavity_3d_has_the_lid_on_plus_z():

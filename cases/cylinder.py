@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 
 import thelma_py as tp
+from thelma_py.cases import run
 from thelma_py.modules.compute.lbm.forces import forces
 
 DEFAULT_STEPS = 320_000
@@ -36,7 +37,7 @@ SCHAEFER_TUREK = {"c_D": (5.57, 5.59), "c_L": (0.0104, 0.0110), "dp": (0.1172, 0
 """Published intervals of benchmark 2D-1 (Re = 20, steady)."""
 
 __all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "SCHAEFER_TUREK", "build", "cylinder_drag",
-           "inflow_speed", "main", "report", "schaefer_turek_measures"]
+           "inflow_speed", "report", "schaefer_turek_measures"]
 
 
 def inflow_speed(n: int, u_max: float | None) -> float:
@@ -123,12 +124,5 @@ def report(solver: tp.Solver, *, u_max: float | None = None, **_) -> str:
                      for k, (lo, hi) in SCHAEFER_TUREK.items())
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/cylinder.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import thelma_py as tp
+from thelma_py.cases import run
 from thelma_py.cases.cylinder import CYLINDER_ID
 from thelma_py.cases.cylinder import build as cylinder
 
@@ -34,7 +35,7 @@ shedding grows from round-off and is periodic over the second half."""
 SCHAEFER_TUREK_2D2 = {"St": (0.295, 0.305), "c_D_max": (3.22, 3.24), "c_L_max": (0.99, 1.01)}
 """Published intervals of benchmark 2D-2 (Re = 100, periodic vortex shedding)."""
 
-__all__ = ["DEFAULT_STEPS", "SCHAEFER_TUREK_2D2", "build", "force_history", "main", "report",
+__all__ = ["DEFAULT_STEPS", "SCHAEFER_TUREK_2D2", "build", "force_history", "report",
            "shedding_measures"]
 
 
@@ -80,12 +81,5 @@ def report(solver: tp.Solver, *, n: int, u_max: float, **_) -> str:
         f" over {m['periods']} periods"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/cylinder_2d2.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

@@ -23,14 +23,14 @@ from pathlib import Path
 import numpy as np
 
 import thelma_py as tp
-from thelma_py.tools.reference import REFERENCE, load_ghia
+from thelma_py.cases import run
+from thelma_py.cases.reference import REFERENCE, load_ghia
 
 DEFAULT_STEPS = 20_000
 """About 16 convective times L/U at n = 64, U = 0.05 (near-steady at Re = 100; the Ghia
 deviation no longer changes at the 1e-3 level)."""
 
-__all__ = ["DEFAULT_STEPS", "build", "centerlines", "ghia_deviation", "interpolate_cubic",
-           "main", "report"]
+__all__ = ["DEFAULT_STEPS", "build", "centerlines", "ghia_deviation", "interpolate_cubic", "report"]
 
 
 def build(*, n: int = 64, reynolds: float = 100.0, lid_velocity: float = 0.05,
@@ -117,12 +117,5 @@ def report(solver: tp.Solver, *, reynolds: float, dim: int, **_) -> str:
     return f"max |u - Ghia| / U = {dev['u']:.4f}, max |v - Ghia| / U = {dev['v']:.4f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/lid_driven_cavity.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

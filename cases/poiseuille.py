@@ -23,13 +23,14 @@ from collections.abc import Sequence
 import numpy as np
 
 import thelma_py as tp
+from thelma_py.cases import run
 from thelma_py.units import viscosity_from_tau
 
 DEFAULT_STEPS = 20_000
 """About 2 diffusion times H²/ν at the defaults (n = 32, τ = 0.8): the start-up transient,
 which decays as exp(−π² ν t / H²), is then below 1e-8 of u_max."""
 
-__all__ = ["DEFAULT_STEPS", "analytic_profile", "body_force", "build", "main", "profile",
+__all__ = ["DEFAULT_STEPS", "analytic_profile", "body_force", "build", "profile",
            "relative_l2_error", "report"]
 
 
@@ -75,12 +76,5 @@ def report(solver: tp.Solver, *, u_max: float, **_) -> str:
     return f"relative L2 error against the parabola: {relative_l2_error(solver, u_max):.3e}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/poiseuille.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

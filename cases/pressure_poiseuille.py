@@ -18,12 +18,13 @@ from collections.abc import Sequence
 import numpy as np
 
 import thelma_py as tp
+from thelma_py.cases import run
 from thelma_py.units import viscosity_from_tau
 
 DEFAULT_STEPS = 8_000
 """About 3 diffusion times n²/ν at the defaults (n = 16, τ = 0.8)."""
 
-__all__ = ["DEFAULT_STEPS", "build", "duct_series", "main", "pressure_gradient",
+__all__ = ["DEFAULT_STEPS", "build", "duct_series", "pressure_gradient",
            "pressure_poiseuille_error", "report"]
 
 
@@ -100,12 +101,5 @@ def report(solver: tp.Solver, *, u_max: float, **_) -> str:
     return f"relative L2 error of u_x against the {shape}: {error:.3e}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/pressure_poiseuille.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

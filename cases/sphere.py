@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 import thelma_py as tp
+from thelma_py.cases import run
 from thelma_py.geometry import Geometry, Shape
 from thelma_py.modules.compute.lbm.forces import forces
 
@@ -27,7 +28,7 @@ BODY_ID = 7
 SPHERE_ID = BODY_ID
 
 __all__ = ["BODY_ID", "DEFAULT_STEPS", "SPHERE_ID", "build", "channel", "drag_coefficient",
-           "main", "report"]
+           "report"]
 
 
 def channel(size: int, u: float, body: Shape, interpolated: bool) -> Geometry:
@@ -70,12 +71,5 @@ def report(solver: tp.Solver, *, d: int, u: float, reynolds: float, **_) -> str:
     return f"c_D = {cd:.3f} (Schiller-Naumann, unbounded: {reference:.3f})"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/sphere.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

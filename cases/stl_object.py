@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import thelma_py as tp
+from thelma_py.cases import run
 from thelma_py.cases.sphere import BODY_ID, channel
 from thelma_py.geometry.stl import StlShape, sphere_stl
 from thelma_py.modules.compute.lbm.forces import forces
 
 DEFAULT_STEPS = 5_000
 
-__all__ = ["BODY_ID", "DEFAULT_STEPS", "build", "main", "place", "report"]
+__all__ = ["BODY_ID", "DEFAULT_STEPS", "build", "place", "report"]
 
 
 def place(path: Path, size: int, centre) -> StlShape:
@@ -63,12 +64,5 @@ def report(solver: tp.Solver, *, u: float, size: int, **_) -> str:
             f"{force[2]:.4e}), c_D (frontal size²) = {force[0] / (0.5 * u**2 * size**2):.3f}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/stl_object.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

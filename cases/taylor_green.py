@@ -22,12 +22,13 @@ from collections.abc import Sequence
 import numpy as np
 
 import thelma_py as tp
+from thelma_py.cases import run
 from thelma_py.modules.results.derived import enstrophy, kinetic_energy
 
 DEFAULT_STEPS = 5_000
 """About one e-folding time 1 / (ν (kx² + ky²)) of the velocity at the defaults."""
 
-__all__ = ["DEFAULT_STEPS", "amplitude", "amplitude_series", "build", "decay_rate", "main",
+__all__ = ["DEFAULT_STEPS", "amplitude", "amplitude_series", "build", "decay_rate",
            "report", "tgv2d_errors", "tgv2d_exact", "tgv3d_diagnostics", "viscosity"]
 
 
@@ -140,12 +141,5 @@ def report(solver: tp.Solver, *, u0: float, dim: int, **_) -> str:
             f"relative error {measured / exact - 1:+.2e})")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/taylor_green.py ARGS``."""
-    from thelma_py.tools.cli import run_case
-
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from thelma_py.cases.reference import REFERENCE, TGV_REFERENCE, load_tgv_reference
 from thelma_py.cases.taylor_green import tgv3d_diagnostics
 from thelma_py.modules.results import derived
 from thelma_py.tools import validation
-from thelma_py.tools.reference import REFERENCE, TGV_REFERENCE, load_tgv_reference
 
 
 def solid_body_rotation(shape, omega, dim):

@@ -16,7 +16,7 @@ import pytest
 
 from thelma_py.cases import lid_driven_cavity as cavity
 from thelma_py.cases import poiseuille, taylor_green
-from thelma_py.tools.reference import load_ghia
+from thelma_py.cases.reference import load_ghia
 from thelma_py.tools.validation import fitted_decay_rate, steps_to_steady
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,9 +28,9 @@ import thelma_py as tp
 from thelma_py.backend import select_backend
 from thelma_py.cases import cylinder, cylinder_2d2, poiseuille, taylor_green
 from thelma_py.cases import lid_driven_cavity as cavity
+from thelma_py.cases.reference import REFERENCE, TGV_REFERENCE, load_ghia, load_tgv_reference
 from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
 from thelma_py.tools import validation as v
-from thelma_py.tools.reference import REFERENCE, TGV_REFERENCE, load_ghia, load_tgv_reference
 
 SIZES = {
     "small": {"cavity": (32, 0.1, 4000, 0.02), "poiseuille": (8, 16, 32), "tgv_n": 32,

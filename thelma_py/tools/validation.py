@@ -5,7 +5,7 @@ returns a table: the 3D cavity by LW-ACM against LBM MRT, fp32 against fp64 on t
 Taylor-Green vortex, the Schäfer-Turek 2D-1 and 2D-2 cylinder. The generic measures are fitted
 orders and decay rates, the time to a steady state and the 3D Taylor-Green dissipation against
 the spectral reference. Each flow's set-up and its own measures are in its case file: this
-module imports the cases, never the reverse. Reference tables: :mod:`thelma_py.tools.reference`.
+module imports the cases, never the reverse. Reference tables: :mod:`thelma_py.cases.reference`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from thelma_py.cases import cylinder, cylinder_2d2, lid_driven_cavity, taylor_green
-from thelma_py.tools.reference import REFERENCE, load_tgv_reference
+from thelma_py.cases.reference import REFERENCE, load_tgv_reference
 from thelma_py.units import from_reynolds, viscosity_from_tau
 
 

@@ -1,8 +1,8 @@
 """Published reference tables: where they are and how to read them.
 
-Read from ``$THELMA_REFERENCE`` or ``shared/reference`` next to the repository. Cases (the
-cavity against Ghia) and ``thelma validate`` (the 3D Taylor-Green vortex) both read them, so the
-lookup lives here rather than in :mod:`thelma_py.tools.validation`, which imports the cases.
+Read from ``$THELMA_REFERENCE`` or ``shared/reference`` next to the repository. The cavity case
+compares with Ghia's tables and ``thelma validate`` with the 3D Taylor-Green dissipation; the
+lookup sits with the cases, which import no tooling, and the tools import it from here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 REFERENCE = Path(os.environ.get("THELMA_REFERENCE",
-                                Path(__file__).resolve().parents[3] / "shared" / "reference"))
+                                Path(__file__).resolve().parents[2] / "shared" / "reference"))
 """Directory of the reference tables (Ghia profiles, 3D TGV dissipation)."""
 TGV_REFERENCE = "tgv_re1600_spectral512_dissipation.csv"
 

@@ -61,6 +61,14 @@ def test_a_tolerance_below_the_floor_of_the_precision_is_warned_about():
 
 
 # -- steady scalar -----------------------------------------------------------------------------
+def test_steady_shows_its_quantity_by_name():
+    def drag(solver):
+        return 1.0
+
+    assert "Steady(quantity=test_steady_shows_its_quantity_by_name.<locals>.drag, " in repr(
+        tp.plugin("results", "steady", quantity=drag))
+
+
 def test_relative_spread():
     assert relative_spread([2.0, 2.0, 2.0]) == 0.0
     assert relative_spread([1.0, 3.0]) == pytest.approx(1.0)

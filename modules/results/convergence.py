@@ -136,7 +136,8 @@ class Steady:
     window should span the slowest oscillation and ``every`` resolve it.
     """
 
-    quantity: Callable = attrs.field(validator=attrs.validators.is_callable())
+    quantity: Callable = attrs.field(validator=attrs.validators.is_callable(),
+                                     repr=lambda f: getattr(f, "__qualname__", repr(f)))
     """What to watch: a function of the solver returning one number (e.g. a drag force)."""
     schedule: Every = attrs.field(
         alias="every", default=100, converter=as_schedule,

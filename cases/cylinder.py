@@ -1,49 +1,128 @@
-"""Flow around a cylinder in a channel: the Schäfer & Turek (1996) benchmarks 2D-1 and 2D-2.
+"""Flow around a cylinder in a channel: the Schäfer & Turek (1996) benchmark 2D-1 (Re = 20).
 
 Channel H = 0.41 x L = 2.2, cylinder of diameter D = 0.1 centred at (0.2, 0.2), parabolic
 Zou-He inflow, Zou-He pressure outlet, no-slip walls (halfway bounce-back). The resolution is
-``n`` nodes per diameter. Re = 20 (2D-1) is steady: the report gives c_D, c_L and Δp against
-the published intervals. Re = 100 (2D-2) sheds vortices: use
-:func:`thelma_py.tools.validation.schaefer_turek_2d2` for the Strouhal number.
+``n`` nodes per diameter. Re = 20 is steady: the run stops once the drag has settled, and the
+report gives c_D, c_L and Δp against the published intervals. The same geometry at Re = 100
+sheds vortices: :mod:`thelma_py.cases.cylinder_2d2` (test 2D-2).
+
+The inflow speed follows the validated setting (docs/validation/schaefer_turek.md): diffusive
+scaling, u_max = 1/n lattice units, so τ = 0.6 at every resolution and the compressibility
+error (∝ u_max²) falls at second order with the grid error. At fixed u_max = 0.1, n = 10 gives
+c_D = 5.819 against 5.666 at u_max = 0.05: most of the error is then compressibility.
 
 Run::
 
-    thelma run cases/cylinder.py                        # n = 20, Re = 20
+    thelma run cases/cylinder.py                        # n = 20, Re = 20, u_max = 0.05
     thelma validate --only schaefer-turek               # three resolutions, in the report
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import thelma_py as tp
-from thelma_py.tools.cli import run_case
-from thelma_py.tools.validation import SCHAEFER_TUREK, schaefer_turek, schaefer_turek_measures
+from thelma_py.cases import run
+from thelma_py.modules.compute.lbm.forces import forces
 
-DEFAULT_STEPS = 80_000
-"""Enough for c_D to settle to 1e-6 at n = 20 (73 000 steps measured)."""
+DEFAULT_STEPS = 320_000
+"""A cap, 800 n / u_max at the defaults: the steady stop ends the run first (n = 10: at 42 240
+steps; n = 20 stopped at 108 000 to 129 000 under the former, early-biased rule)."""
 
-__all__ = ["build", "main", "report"]
+CYLINDER_ID = 3
+"""Boundary id of the cylinder (after the inlet and outlet rows)."""
+
+SCHAEFER_TUREK = {"c_D": (5.57, 5.59), "c_L": (0.0104, 0.0110), "dp": (0.1172, 0.1176)}
+"""Published intervals of benchmark 2D-1 (Re = 20, steady)."""
+
+__all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "SCHAEFER_TUREK", "build", "cylinder_drag",
+           "inflow_speed", "report", "schaefer_turek_measures"]
 
 
-def build(*, device: str = "auto", precision: str = "float64", n: int = 20,
-          reynolds: float = 20.0, u_max: float = 0.1, collision: str = "trt",
-          radius_offset: float = 0.0) -> tp.Solver:
-    """See :func:`thelma_py.tools.validation.schaefer_turek`."""
-    return schaefer_turek(device=device, precision=precision, n=n, reynolds=reynolds,
-                          u_max=u_max, collision=collision, radius_offset=radius_offset)
+def inflow_speed(n: int, u_max: float | None) -> float:
+    """The inflow centre speed in lattice units: ``u_max``, or 1/n (diffusive scaling)."""
+    return 1.0 / n if u_max is None else u_max
 
 
-def report(solver: tp.Solver, *, u_max: float = 0.1, **_) -> str:
+def cylinder_drag(solver: tp.Solver) -> float:
+    """x component of the momentum-exchange force on the cylinder (lattice units)."""
+    return float(forces(solver.engine, [CYLINDER_ID])[CYLINDER_ID][0])
+
+
+def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
+          collision: str = "trt", radius_offset: float = 0.0, interpolated: bool = True,
+          tolerance: float | None = 1e-6, results: Sequence = (), device: str = "auto",
+          precision: str = "float64") -> tp.Solver:
+    """Channel of (22 n + 1) x 4.1 n nodes with the cylinder; Re = U D / ν with the mean
+    inflow speed U = 2 u_max / 3 (``u_max`` None: 1/n).
+
+    The inlet nodes lie on x = 0 (wet nodes) and the rows at y = (j + 1/2) dx. The cylinder is
+    the set of nodes within n/2 + ``radius_offset`` of its centre; with ``interpolated``
+    (default) its links use interpolated bounce-back at the exact circle, without, the halfway
+    staircase. The flow starts from the inflow profile at every node. With ``tolerance``, the
+    run stops once the drag is steady: 40 values 8 n steps apart (two periods of the slowest
+    acoustic mode, a quarter wave along the channel, about 152 n steps) within that relative
+    spread. ``results`` are added to the run.
+    """
+    ny = round(4.1 * n)
+    if abs(ny - 4.1 * n) > 1e-9:
+        raise ValueError(f"n = {n}: H = 4.1 n must be a whole number of nodes (n = 10, 20, ...)")
+    u_max = inflow_speed(n, u_max)
+    u_mean = 2.0 * u_max / 3.0
+    nu = u_mean * n / reynolds
+    tp.units.check_tau(tp.units.tau_from_viscosity(nu))
+
+    def inflow(x, y):
+        s = (y + 0.5) / ny
+        return (4.0 * u_max * s * (1.0 - s), 0.0 * y)
+
+    geometry = tp.geometry.Geometry((22 * n + 1, ny))
+    geometry.inlet("-x", velocity=inflow)
+    geometry.outlet("+x", rho=1.0)
+    body = geometry.body(tp.geometry.Cylinder((2.0 * n, 2.0 * n - 0.5), n / 2.0 + radius_offset),
+                         interpolated=interpolated)
+    assert body == CYLINDER_ID
+    compute = tp.plugin("compute", "lbm", nu=nu, collision=collision)
+    # start from the inflow profile everywhere: an impulsive start from rest sends pressure
+    # waves of δρ ≈ 0.2 that the outlet does not absorb at τ ≈ 0.52 (Re = 100, n = 10)
+    init = tp.plugin("init", "equilibrium", rho=1.0, u=inflow)
+    own = [] if tolerance is None else [tp.plugin("results", "steady", quantity=cylinder_drag,
+                                                  every=8 * n, window=40, tolerance=tolerance)]
+    return tp.compose("D2Q9", geometry, compute, init=init, results=[*own, *results],
+                      device=device, precision=precision)
+
+
+# -- measures ----------------------------------------------------------------------------------
+def schaefer_turek_measures(solver: tp.Solver, u_max: float | None = None) -> dict[str, float]:
+    """c_D, c_L (from the momentum-exchange force) and Δp = p(front) − p(back) in the
+    benchmark's units (ρ = 1, U = 0.2 m/s: p scaled by (0.2 / U_lattice)²). ``u_max`` is the
+    lattice inflow centre speed the solver was built with (None: 1/n)."""
+    n = (solver.geometry.shape[0] - 1) // 22
+    u_mean = 2.0 * inflow_speed(n, u_max) / 3.0
+    force = forces(solver.engine, [CYLINDER_ID])[CYLINDER_ID]
+    scale = 0.5 * u_mean**2 * n
+    rho = solver.density()
+    rows = rho[2 * n - 1: 2 * n + 1].mean(axis=0)  # y = 2n - 1/2: between two node rows
+    front, back = int(round(1.5 * n)), int(round(2.5 * n))
+    solid = solver.tags.solid[2 * n - 1: 2 * n + 1].any(axis=0)
+
+    def wall_value(x0, step):  # linear extrapolation from the two nearest fluid nodes
+        x = x0
+        while solid[x]:
+            x -= step
+        return rows[x] + (rows[x] - rows[x - step]) * (x - x0) / step * -1.0
+
+    dp_lattice = (wall_value(front, 1) - wall_value(back, -1)) / 3.0
+    return {"c_D": float(force[0] / scale), "c_L": float(force[1] / scale),
+            "dp": float(dp_lattice * (0.2 / u_mean) ** 2)}
+
+
+def report(solver: tp.Solver, *, u_max: float | None = None, **_) -> str:
     m = schaefer_turek_measures(solver, u_max)
     return ", ".join(f"{k} = {m[k]:.4f} (published {lo}-{hi})"
                      for k, (lo, hi) in SCHAEFER_TUREK.items())
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/cylinder.py ARGS``."""
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

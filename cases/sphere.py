@@ -15,41 +15,53 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 
 import thelma_py as tp
+from thelma_py.cases import run
+from thelma_py.geometry import Geometry, Shape
 from thelma_py.modules.compute.lbm.forces import forces
-from thelma_py.tools.cli import run_case
 
 DEFAULT_STEPS = 6_000
-SPHERE_ID = 7
-"""Boundary id of the sphere (after four free-slip rows, the inlet and the outlet)."""
+BODY_ID = 7
+"""Boundary id of the body (after four free-slip rows, the inlet and the outlet)."""
+SPHERE_ID = BODY_ID
 
-__all__ = ["build", "drag_coefficient", "main", "report"]
+__all__ = ["BODY_ID", "DEFAULT_STEPS", "SPHERE_ID", "build", "channel", "drag_coefficient",
+           "report"]
 
 
-def build(*, device: str = "auto", precision: str = "float64", d: int = 10,
-          reynolds: float = 20.0, u: float = 0.05, collision: str = "trt",
-          interpolated: bool = True) -> tp.Solver:
-    """Channel of 10 d x 4 d x 4 d nodes, sphere centred 3 d behind the inlet (interpolated
-    bounce-back at its exact surface unless ``interpolated`` is False: halfway staircase)."""
-    nu = u * d / reynolds
-    tp.units.check_tau(tp.units.tau_from_viscosity(nu))
-    shape = (10 * d, 4 * d, 4 * d)
-    geometry = tp.geometry.Geometry(shape)
+def channel(size: int, u: float, body: Shape, interpolated: bool) -> Geometry:
+    """A channel of 10 x 4 x 4 ``size`` nodes: inlet at speed ``u`` on −x, outlet ρ = 1 on +x,
+    free-slip side walls, and ``body`` (boundary id :data:`BODY_ID`)."""
+    geometry = Geometry((10 * size, 4 * size, 4 * size))
     for face in ("-y", "+y", "-z", "+z"):
         geometry.free_slip(face)
     geometry.inlet("-x", velocity=(u, 0.0, 0.0))
     geometry.outlet("+x", rho=1.0)
-    body = geometry.body(tp.geometry.Sphere((3 * d, 2 * d - 0.5, 2 * d - 0.5), d / 2),
-                         interpolated=interpolated)
-    assert body == SPHERE_ID  # after four free-slip rows, the inlet and the outlet
+    body_id = geometry.body(body, interpolated=interpolated)
+    assert body_id == BODY_ID
+    return geometry
+
+
+def build(*, d: int = 10, reynolds: float = 20.0, u: float = 0.05, collision: str = "trt",
+          interpolated: bool = True, results: Sequence = (), device: str = "auto",
+          precision: str = "float64") -> tp.Solver:
+    """Channel of 10 d x 4 d x 4 d nodes, sphere centred 3 d behind the inlet (interpolated
+    bounce-back at its exact surface unless ``interpolated`` is False: halfway staircase);
+    ``results`` are added to the run."""
+    nu = u * d / reynolds
+    tp.units.check_tau(tp.units.tau_from_viscosity(nu))
+    sphere = tp.geometry.Sphere((3 * d, 2 * d - 0.5, 2 * d - 0.5), d / 2)
+    geometry = channel(d, u, sphere, interpolated)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
     return tp.compose("D3Q19", geometry, tp.plugin("compute", "lbm", nu=nu, collision=collision),
-                      init=init, device=device, precision=precision)
+                      init=init, results=list(results), device=device, precision=precision)
 
 
 def drag_coefficient(solver: tp.Solver, d: int, u: float) -> float:
-    force = forces(solver.engine, [SPHERE_ID])[SPHERE_ID]
+    """c_D = 2 F_x / (ρ U² π d²/4) of the sphere."""
+    force = forces(solver.engine, [BODY_ID])[BODY_ID]
     return float(force[0] / (0.5 * u**2 * math.pi * d**2 / 4))
 
 
@@ -59,10 +71,5 @@ def report(solver: tp.Solver, *, d: int, u: float, reynolds: float, **_) -> str:
     return f"c_D = {cd:.3f} (Schiller-Naumann, unbounded: {reference:.3f})"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/sphere.py ARGS``."""
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

@@ -1,9 +1,10 @@
 """Flow past an object read from an STL file (D3Q19), with the force on it.
 
 The object is voxelized with :class:`thelma_py.geometry.StlShape` (closed meshes only), scaled
-to ``size`` nodes along its largest extent and centred 3 sizes behind the inlet of a channel of
-10 x 4 x 4 sizes (Zou-He inlet, pressure outlet, free-slip side walls). Without ``stl`` the case
-writes a sphere mesh of its own.
+to ``size`` nodes along its largest extent and centred 3 sizes behind the inlet of the channel
+of :mod:`thelma_py.cases.sphere` (10 x 4 x 4 sizes, Zou-He inlet, pressure outlet, free-slip
+side walls). Without ``stl`` the case makes a sphere mesh in a temporary folder, removed once
+the solver is built.
 
 Run::
 
@@ -14,18 +15,18 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import thelma_py as tp
+from thelma_py.cases import run
+from thelma_py.cases.sphere import BODY_ID, channel
 from thelma_py.geometry.stl import StlShape, sphere_stl
 from thelma_py.modules.compute.lbm.forces import forces
-from thelma_py.tools.cli import run_case
 
 DEFAULT_STEPS = 5_000
-BODY_ID = 7
-"""Boundary id of the object (after 4 free-slip rows, the inlet and the outlet)."""
 
-__all__ = ["build", "main", "place", "report"]
+__all__ = ["BODY_ID", "DEFAULT_STEPS", "build", "place", "report"]
 
 
 def place(path: Path, size: int, centre) -> StlShape:
@@ -39,23 +40,21 @@ def place(path: Path, size: int, centre) -> StlShape:
                     translate=tuple(c - m for c, m in zip(centre, middle, strict=True)))
 
 
-def build(*, device: str = "auto", precision: str = "float64", stl: str | None = None,
-          size: int = 10, reynolds: float = 20.0, u: float = 0.05,
-          collision: str = "trt", interpolated: bool = True) -> tp.Solver:
-    path = Path(stl) if stl else sphere_stl(Path(tempfile.gettempdir()) / "thelma_sphere.stl")
+def build(*, stl: str | None = None, size: int = 10, reynolds: float = 20.0, u: float = 0.05,
+          collision: str = "trt", interpolated: bool = True, results: Sequence = (),
+          device: str = "auto", precision: str = "float64") -> tp.Solver:
+    """Channel of 10 x 4 x 4 ``size`` nodes around the object (wall distances of its
+    interpolated links by ray-triangle tests); ``results`` are added to the run."""
     nu = u * size / reynolds
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
-    geometry = tp.geometry.Geometry((10 * size, 4 * size, 4 * size))
-    for face in ("-y", "+y", "-z", "+z"):
-        geometry.free_slip(face)
-    geometry.inlet("-x", velocity=(u, 0.0, 0.0))
-    geometry.outlet("+x", rho=1.0)
-    body = geometry.body(place(path, size, (3 * size, 2 * size - 0.5, 2 * size - 0.5)),
-                         interpolated=interpolated)  # wall distances by ray-triangle tests
-    assert body == BODY_ID
+    centre = (3 * size, 2 * size - 0.5, 2 * size - 0.5)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
-    return tp.compose("D3Q19", geometry, tp.plugin("compute", "lbm", nu=nu, collision=collision),
-                      init=init, device=device, precision=precision)
+    with tempfile.TemporaryDirectory(prefix="thelma_stl_") as folder:  # gone once built
+        path = Path(stl) if stl else sphere_stl(Path(folder) / "sphere.stl")
+        geometry = channel(size, u, place(path, size, centre), interpolated)
+        return tp.compose("D3Q19", geometry,
+                          tp.plugin("compute", "lbm", nu=nu, collision=collision), init=init,
+                          results=list(results), device=device, precision=precision)
 
 
 def report(solver: tp.Solver, *, u: float, size: int, **_) -> str:
@@ -65,10 +64,5 @@ def report(solver: tp.Solver, *, u: float, size: int, **_) -> str:
             f"{force[2]:.4e}), c_D (frontal size²) = {force[0] / (0.5 * u**2 * size**2):.3f}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Same as ``thelma run cases/stl_object.py ARGS``."""
-    return run_case(__file__, argv)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.modules[__name__])

@@ -14,18 +14,15 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from thelma_py.cases.pressure_poiseuille import build as pressure_poiseuille
+from thelma_py.cases.pressure_poiseuille import duct_series, pressure_poiseuille_error
 from thelma_py.codegen.expr import identity_let
 from thelma_py.geometry import Box, Geometry, NodeKind, Sphere
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.modules.compute.lbm import Lbm, boundaries
 from thelma_py.modules.compute.lbm.collisions import Mrt
 from thelma_py.tags import OPEN_KINDS, OPEN_TABLE
-from thelma_py.tools.validation import (
-    duct_series,
-    fitted_order,
-    pressure_poiseuille,
-    pressure_poiseuille_error,
-)
+from thelma_py.tools.validation import fitted_order
 
 LATTICES = [D2Q9, D3Q19, D3Q27]
 IDS = [lat.name for lat in LATTICES]

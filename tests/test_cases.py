@@ -1,19 +1,28 @@
 """Every case script builds at a tiny size on the CPU, runs a few steps and stays finite.
 
-Case scripts follow one contract: ``DEFAULT_STEPS``, ``build(device=..., precision=...,
-**params)`` with keyword parameters only, returning a :class:`thelma_py.Solver`, and ``main()``.
+Case scripts follow one contract: ``DEFAULT_STEPS``, ``build(**params, results=(),
+device=..., precision=...)`` with annotated keyword parameters only, returning a
+:class:`thelma_py.Solver`, and ``report(solver, **params)``; run as scripts they call
+:func:`thelma_py.cases.run`. They import as ``thelma_py.cases.NAME`` and import no tooling (the
+command line and the validation sweeps import them).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import inspect
+import subprocess
+import sys
+import tempfile
+import typing
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import thelma_py as tp
+from thelma_py.cases import run
+from thelma_py.tools import cli
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
 
@@ -23,7 +32,7 @@ TINY = {
                           dict(n=8, reynolds=400, lid_velocity=0.05, collision="trt")],
     "poiseuille": [dict(n=6), dict(n=6, collision="trt", tau=0.6, length=2)],
     "taylor_green": [dict(n=8), dict(n=8, collision="bgk", reynolds=10),
-                     dict(n=8, collision="trt", nu=0.05)],
+                     dict(n=8, collision="trt", nu=0.05), dict(n=6, dim=3, reynolds=10.0)],
     "pressure_poiseuille": [dict(n=6), dict(n=5, dim=3)],
     "cylinder": [dict(n=10)],
     "cylinder_2d2": [dict(n=10)],
@@ -40,14 +49,12 @@ TINY_ARGV = {
 
 
 def case_names() -> list[str]:
-    return sorted(p.stem for p in CASES_DIR.glob("*.py") if not p.stem.startswith("_"))
+    """The modules of cases/ that define build() (not the package or its reference tables)."""
+    return sorted(p.stem for p in CASES_DIR.glob("*.py") if "\ndef build(" in p.read_text())
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"case_{name}", CASES_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"thelma_py.cases.{name}")
 
 
 def test_every_case_is_listed():
@@ -60,12 +67,45 @@ def test_every_case_is_listed():
 def test_case_contract(name):
     case = load(name)
     assert isinstance(case.DEFAULT_STEPS, int) and case.DEFAULT_STEPS > 0
-    assert callable(case.main)
+    assert callable(case.report)
     params = inspect.signature(case.build).parameters
     assert params["device"].default == "auto" and params["precision"].default == "float64"
+    assert params["results"].default == ()
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values()), \
         "build() takes keyword parameters only"
-    assert "__main__" in (CASES_DIR / f"{name}.py").read_text()
+    source = (CASES_DIR / f"{name}.py").read_text()
+    assert 'if __name__ == "__main__":\n    run(sys.modules[__name__])' in source
+    assert "thelma_py.tools" not in source, "a case imports no tooling (tools import cases)"
+
+
+@pytest.mark.parametrize("name", case_names())
+def test_every_build_parameter_has_a_type_that_fits_its_default(name):
+    """``--set key=value`` converts by these annotations: an int parameter must say int."""
+    build = load(name).build
+    hints = typing.get_type_hints(build)
+    for key, parameter in inspect.signature(build).parameters.items():
+        assert key in hints, f"{name}.build(): annotate {key}"
+        default, hint = parameter.default, hints[key]
+        if default is None:
+            assert type(None) in typing.get_args(hint), f"{name}.build(): {key} may be None"
+        elif key != "results":
+            allowed = typing.get_args(hint) or (hint,)
+            assert type(default) in allowed, f"{name}.build(): {key}={default!r} is not {hint}"
+
+
+def test_cases_import_by_package_name_without_the_cli_or_validation(tmp_path):
+    """``import thelma_py.cases.NAME`` works from any directory, and importing a case loads
+    neither the command line nor the validation sweeps (validation imports cases)."""
+    names = case_names()
+    script = ("import sys\n"
+              + "".join(f"import thelma_py.cases.{name}\n" for name in names)
+              + "print(sorted(m for m in sys.modules if m.startswith('thelma_py.tools')))\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = result.stdout.strip()
+    assert "thelma_py.tools.cli" not in loaded and "thelma_py.tools.validation" not in loaded, \
+        loaded
 
 
 @pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
@@ -91,13 +131,61 @@ def test_case_builds_tiny_and_runs(name, params, precision):
 
 
 @pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_build_appends_the_results_it_is_given(name):
+    history = tp.plugin("results", "history", every=2)
+    solver = load(name).build(device="cpu", results=[history], **TINY[name][0])
+    assert solver.results[-1] is history
+    solver.run(4)
+    assert [record[0] for record in history.records] == [0, 2, 4]
+
+
+@pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
 @pytest.mark.parametrize("name", sorted(TINY_ARGV))
-def test_case_main_runs(name, capsys):
-    status = load(name).main([*TINY_ARGV[name], "--device", "cpu"])
+def test_thelma_run_runs_the_case_file(name, capsys):
+    status = cli.main(["run", str(CASES_DIR / f"{name}.py"), *TINY_ARGV[name], "--device", "cpu"])
     out = capsys.readouterr().out
     assert status in (None, 0)
     assert "MLUPS" in out
     assert "report     " in out  # the case's own figure of merit, printed by thelma run
+
+
+def test_the_runner_builds_with_key_value_parameters_runs_and_reports(capsys):
+    solver = run(load("poiseuille"), ["n=6", "steps=5", "device=cpu", "collision='trt'"])
+    assert solver.time_step == 5 and solver.geometry.shape == (4, 6)
+    out = capsys.readouterr().out
+    assert "collision='trt'" in out and "MLUPS" in out
+    assert "report     relative L2 error against the parabola" in out
+
+
+def test_a_case_runs_as_a_module_outside_the_checkout(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "thelma_py.cases.poiseuille", "n=6",
+                             "steps=5", "device=cpu"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "relative L2 error against the parabola" in result.stdout
+
+
+def test_cylinder_defaults_are_the_validated_settings():
+    """docs/validation/schaefer_turek.md: 2D-1 in diffusive scaling, u_max = 1/n and τ = 0.6 at
+    every n (what ``thelma validate --only schaefer-turek`` runs); 2D-2 at u_max = 0.05."""
+    cylinder, shedding = load("cylinder"), load("cylinder_2d2")
+    for n in (10, 20, 40):
+        solver = cylinder.build(device="cpu", n=n)
+        assert 3 * solver.compute.nu + 0.5 == pytest.approx(0.6, rel=1e-12)
+        inlet = solver.tags.open_values[:, 0].max()  # the parabola's nodes straddle its top
+        assert 0.99 / n < inlet <= 1.0 / n
+    solver = shedding.build(device="cpu", n=20)
+    assert 3 * solver.compute.nu + 0.5 == pytest.approx(0.52, rel=1e-12)  # u_max = 0.05
+    forces = solver.results[0]
+    assert forces.velocity == pytest.approx(2 * 0.05 / 3) and forces.area == 20
+
+
+def test_stl_case_leaves_no_mesh_file_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    solver = load("stl_object").build(device="cpu", size=4, reynolds=5.0)
+    solver.run(2)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cavity_3d_has_the_lid_on_plus_z():

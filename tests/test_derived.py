@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from thelma_py.cases.reference import REFERENCE, TGV_REFERENCE, load_tgv_reference
+from thelma_py.cases.taylor_green import tgv3d_diagnostics
 from thelma_py.modules.results import derived
 from thelma_py.tools import validation
 
@@ -65,7 +67,7 @@ def test_tgv3d_diagnostics_at_t0_match_the_reference_initial_values():
     init = tp.plugin("init", "taylor-green", u0=u0, size=(n, n, n))
     coords = tp.geometry.periodic_box((n, n, n)).coordinates()
     _, u = init.fields(coords, (n, n, n))
-    d = validation.tgv3d_diagnostics(u, u0, time_step=0)
+    d = tgv3d_diagnostics(u, u0, time_step=0)
     k = 2 * math.pi / n
     assert d["t"] == 0.0
     assert d["E_k"] == pytest.approx(0.125, rel=1e-12)
@@ -75,9 +77,9 @@ def test_tgv3d_diagnostics_at_t0_match_the_reference_initial_values():
 
 
 def test_dissipation_comparison_with_the_reference_is_zero_for_the_reference_itself():
-    if not (validation.REFERENCE / validation.TGV_REFERENCE).is_file():
+    if not (REFERENCE / TGV_REFERENCE).is_file():
         pytest.skip("TGV reference table not found")
-    ref = validation.load_tgv_reference()
+    ref = load_tgv_reference()
     assert ref["E_k"][0] == 0.125 and len(ref["t"]) > 1000
     same = validation.compare_dissipation(ref["t"][::50], ref["minus_dEk_dt"][::50])
     assert same["max_deviation_of_peak"] < 1e-12

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from thelma_py.cases.cylinder import SCHAEFER_TUREK
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lbm.forces import forces
-from thelma_py.tools.validation import SCHAEFER_TUREK, run_schaefer_turek
+from thelma_py.tools.validation import run_schaefer_turek
 
 
 def total_momentum(solver):
@@ -78,7 +79,7 @@ def test_schaefer_turek_2d1_coarsest_resolution():
     staircase gives c_D 6.030 here (+8.1 %), so the 5 % bound on c_D fails without
     interpolation; 15 % on c_L (a small difference of two large wall forces), 1 % on Δp.
     The convergence table is in thelma validate --only schaefer-turek (GPU)."""
-    m = run_schaefer_turek(10, device="cpu", steps=12_000, every=2_000)
+    m = run_schaefer_turek(10, device="cpu", steps=12_000)
     mid = {k: sum(v) / 2 for k, v in SCHAEFER_TUREK.items()}
     assert abs(m["c_D"] / mid["c_D"] - 1) < 0.05, m
     assert abs(m["c_L"] / mid["c_L"] - 1) < 0.15, m

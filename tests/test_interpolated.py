@@ -169,7 +169,8 @@ def test_shedding_measures_and_observed_order_on_known_signals():
     """A lift of period 1000 steps sampled every 5 (offset, phase and a drag of its own):
     St = D / (T U) exactly up to the interpolated crossings (1e-9); and errors that fall as
     n^-2 give order 2 to rounding."""
-    from thelma_py.tools.validation import observed_order, shedding_measures
+    from thelma_py.cases.cylinder_2d2 import shedding_measures
+    from thelma_py.tools.validation import observed_order
 
     t = np.arange(0, 40_000, 5.0)
     phase = 2 * np.pi * t / 1000.0 + 0.3

@@ -217,10 +217,10 @@ def test_sparse_refuses_other_streaming_schemes():
 def test_cylinder_case_runs_sparse_with_the_same_forces():
     """Schäfer-Turek 2D-1 (velocity inlet, pressure outlet, walls, cylinder): same fields and
     the same momentum-exchange force on the cylinder as the dense engine."""
+    from thelma_py.cases.cylinder import CYLINDER_ID, build
     from thelma_py.modules.compute.lbm.forces import forces
-    from thelma_py.tools.validation import CYLINDER_ID, schaefer_turek
 
-    solver = schaefer_turek(device="cpu", n=10)
+    solver = build(device="cpu", n=10)
     sparse = attrs.evolve(solver.compute, storage="sparse").create(
         solver.lattice, solver.tags, solver.backend, solver.dtype)
     sparse.load_state(solver.engine.state())  # the dense initial state, gathered

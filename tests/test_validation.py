@@ -15,22 +15,13 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import COLLISIONS
-from thelma_py.tools.validation import amplitude_series, fitted_decay_rate
+from thelma_py.cases import lid_driven_cavity as cavity
+from thelma_py.cases import poiseuille, taylor_green
+from thelma_py.cases.reference import load_ghia
+from thelma_py.tools.validation import fitted_decay_rate, steps_to_steady
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-
-
-def load_case(name: str):
-    spec = importlib.util.spec_from_file_location(f"case_{name}", ROOT / "cases" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cavity = load_case("lid_driven_cavity")
-poiseuille = load_case("poiseuille")
-taylor_green = load_case("taylor_green")
 
 
 # -- (a) lid-driven cavity, Re = 100, against Ghia, Ghia & Shin (1982) -------------------------
@@ -63,7 +54,7 @@ def test_cavity_re100_matches_ghia(collision, measured):
 def test_ghia_tables_are_read_as_documented():
     if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
         pytest.skip(f"Ghia reference tables not found in {REFERENCE}")
-    ghia = cavity.load_ghia(100, REFERENCE)
+    ghia = load_ghia(100, REFERENCE)
     assert len(ghia["y"]) == len(ghia["x"]) == 15  # 17 rows minus the two wall rows
     assert np.all(np.diff(ghia["y"]) > 0) and np.all(np.diff(ghia["x"]) > 0)
     # a few values from Table I / II at Re = 100
@@ -74,7 +65,7 @@ def test_ghia_tables_are_read_as_documented():
 def test_cubic_interpolation_is_exact_for_cubics():
     nodes = np.linspace(0.0, 1.0, 9)
     points = np.array([0.01, 0.33, 0.5, 0.97])
-    values = cavity._interpolate(points, nodes, 2 * nodes**3 - nodes + 0.5)
+    values = cavity.interpolate_cubic(points, nodes, 2 * nodes**3 - nodes + 0.5)
     np.testing.assert_allclose(values, 2 * points**3 - points + 0.5, atol=1e-14)
 
 
@@ -95,7 +86,7 @@ def test_poiseuille_bgk_converges_at_second_order():
     for n in sizes:
         solver = poiseuille.build(device="cpu", n=n, u_max=u_max, tau=tau, collision="bgk",
                                   length=1)
-        solver.run(poiseuille.steps_to_steady(n, tau, decay=1e-6))
+        solver.run(steps_to_steady(n, tau, decay=1e-6))
         errors.append(poiseuille.relative_l2_error(solver, u_max))
     slope = np.polyfit(np.log(sizes), np.log(errors), 1)[0]
     assert -2.2 <= slope <= -1.8, (slope, errors)
@@ -112,7 +103,7 @@ def test_poiseuille_is_exact_with_the_magic_combination(collision, tau, n):
     transient of 1e-12; measured errors ~1e-12, bound 1e-10."""
     solver = poiseuille.build(device="cpu", n=n, u_max=0.05, tau=tau, collision=collision,
                               length=1)
-    solver.run(poiseuille.steps_to_steady(n, tau, decay=1e-12))
+    solver.run(steps_to_steady(n, tau, decay=1e-12))
     assert poiseuille.relative_l2_error(solver, 0.05) < 1e-10
 
 
@@ -139,7 +130,8 @@ def test_taylor_green_decay_rate(collision):
     n, nu, u0 = 32, 0.02, 0.02
     solver = taylor_green.build(device="cpu", n=n, u0=u0, nu=nu, collision=collision)
     assert taylor_green.amplitude(solver) == pytest.approx(u0, rel=1e-12)
-    rate = fitted_decay_rate(*amplitude_series(solver, skip=100, samples=11, stride=50))
+    rate = fitted_decay_rate(*taylor_green.amplitude_series(solver, skip=100, samples=11,
+                                                             stride=50))
     exact = taylor_green.decay_rate(n, nu)
     assert abs(rate / exact - 1.0) < 0.01, (rate, exact)
 

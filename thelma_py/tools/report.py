@@ -26,6 +26,9 @@ import numpy as np
 
 import thelma_py as tp
 from thelma_py.backend import select_backend
+from thelma_py.cases import cylinder, cylinder_2d2, poiseuille, taylor_green
+from thelma_py.cases import lid_driven_cavity as cavity
+from thelma_py.cases.reference import REFERENCE, TGV_REFERENCE, load_ghia, load_tgv_reference
 from thelma_py.modules.compute.lbm.collision import collision_models
 from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
 from thelma_py.tools import validation as v
@@ -80,15 +83,16 @@ def plotting_available() -> bool:
 # -- sections ----------------------------------------------------------------------------------
 def cavity_section(size: str, device: str) -> Section:
     n, lid, steps, tolerance = SIZES[size]["cavity"]
-    if not (v.REFERENCE / "ghia1982_re100_u.csv").is_file():
+    if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
         return Section("Lid-driven cavity, Re = 100", "cavity",
-                       f"Skipped: the Ghia tables are not in {v.REFERENCE} (set THELMA_REFERENCE).")
+                       f"Skipped: the Ghia tables are not in {REFERENCE} (set THELMA_REFERENCE).")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Mach 0.17 at the small size, as in the tests
-        solver = v.cavity(device=device, n=n, reynolds=100, lid_velocity=lid, collision="mrt")
+        solver = cavity.build(device=device, n=n, reynolds=100, lid_velocity=lid,
+                              collision="mrt")
     solver.run(steps)
-    deviation = v.ghia_deviation(solver, 100)
-    lines, ghia = v.centerlines(solver), v.load_ghia(100)
+    deviation = cavity.ghia_deviation(solver, 100)
+    lines, ghia = cavity.centerlines(solver), load_ghia(100)
     worst = max(deviation.values())
 
     def plot(fig):
@@ -113,10 +117,10 @@ def poiseuille_section(size: str, device: str) -> Section:
     sizes = SIZES[size]["poiseuille"]
     errors = []
     for n in sizes:
-        solver = v.poiseuille(device=device, n=n, u_max=u_max, tau=tau, collision="bgk",
-                              length=1)
+        solver = poiseuille.build(device=device, n=n, u_max=u_max, tau=tau, collision="bgk",
+                                  length=1)
         solver.run(v.steps_to_steady(n, tau, decay=1e-6))
-        errors.append(v.relative_l2_error(solver, u_max))
+        errors.append(poiseuille.relative_l2_error(solver, u_max))
     order = v.fitted_order(sizes, errors)
 
     def plot(fig):
@@ -135,27 +139,23 @@ def poiseuille_section(size: str, device: str) -> Section:
                           -2.2 <= order <= -1.8)], plot)
 
 
-ST_VELOCITY = 1.0
-"""Schäfer-Turek 2D-1 runs use u_max = ST_VELOCITY / n (diffusive scaling: τ = 0.6 at every
-resolution, so the compressibility error, ∝ u², falls at second order with the grid error)."""
-
-
 def schaefer_turek_section(size: str, device: str) -> Section:
     """Benchmark 2D-1 at several resolutions (a GPU takes minutes; a CPU hours beyond n = 20)."""
     sizes = SIZES[size]["schaefer_turek"]
-    rows = [v.run_schaefer_turek(n, device=device, u_max=ST_VELOCITY / n) for n in sizes]
-    ref = v.SCHAEFER_TUREK
+    rows = [v.run_schaefer_turek(n, device=device) for n in sizes]  # the case's u_max = 1/n
+    ref = cylinder.SCHAEFER_TUREK
     mid = {k: (lo + hi) / 2 for k, (lo, hi) in ref.items()}
     orders = {k: v.observed_order(sizes, [r[k] for r in rows], mid[k]) for k in ref}
-    table = "\n".join(f"| {r['n']} | {r['u_max']:.4g} | {r['steps']} | {r['c_D']:.4f} | "
+    table = "\n".join(f"| {r['n']} | {r['u_max']:.4g} | {r['steps']}"
+                      f"{'' if r['steady'] else ' (not steady)'} | {r['c_D']:.4f} | "
                       f"{r['c_L']:.5f} | {r['dp']:.4f} |" for r in rows)
     order_rows = "\n".join(
         f"| {a} → {b} | " + " | ".join(f"{orders[k][j]:.2f}" for k in ref) + " |"
         for j, (a, b) in enumerate(zip(sizes, sizes[1:], strict=False)))
     text = ("D2Q9 TRT, parabolic Zou-He inflow, Zou-He pressure outlet, cylinder with "
-            "interpolated bounce-back (Bouzidi linear, exact wall distances), u_max = "
-            f"{ST_VELOCITY:g} / n (τ = 0.6), run until c_D changes by less than 1e-6 per "
-            f"check. Published: c_D {ref['c_D']}, c_L {ref['c_L']}, Δp {ref['dp']}.\n\n"
+            "interpolated bounce-back (Bouzidi linear, exact wall distances), u_max = 1 / n "
+            "(τ = 0.6), run until c_D is steady (40 values 8 n steps apart within 1e-6 of "
+            f"each other). Published: c_D {ref['c_D']}, c_L {ref['c_L']}, Δp {ref['dp']}.\n\n"
             f"| n per D | u_max | steps | c_D | c_L | Δp |\n|---|---|---|---|---|---|\n{table}"
             "\n\nObserved order of the error against the interval midpoints:\n\n"
             "| n | c_D | c_L | Δp |\n|---|---|---|---|\n" + order_rows)
@@ -180,7 +180,7 @@ def schaefer_turek_2d2_section(size: str, device: str) -> Section:
     """Benchmark 2D-2 (Re = 100) at the finest 2D-1 resolution of the size but 80 at most."""
     n = min(SIZES[size]["schaefer_turek"][-1], 80)
     r = v.schaefer_turek_2d2(n, device=device, u_max=0.05)
-    ref = v.SCHAEFER_TUREK_2D2
+    ref = cylinder_2d2.SCHAEFER_TUREK_2D2
     text = (f"D2Q9 TRT, n = {n} per D, u_max = 0.05, interpolated cylinder, {r['steps']} "
             f"steps; measured over the last {r['periods']} shedding periods. "
             + ", ".join(f"{k} = {r[k]:.4f} (published {lo}-{hi})"
@@ -214,12 +214,12 @@ def cavity3d_section(size: str, device: str) -> Section:
 
 def taylor_green_section(size: str, device: str) -> Section:
     n, nu, u0 = SIZES[size]["tgv_n"], 0.02, 0.02
-    exact = v.decay_rate(n, nu)
+    exact = taylor_green.decay_rate(n, nu)
     curves, checks = {}, []
     for collision in collision_models():
-        solver = v.taylor_green(device=device, n=n, u0=u0, nu=nu, collision=collision)
+        solver = taylor_green.build(device=device, n=n, u0=u0, nu=nu, collision=collision)
         stride = max(1, int(0.05 / exact))
-        times, amplitudes = v.amplitude_series(solver, skip=0, samples=16, stride=stride)
+        times, amplitudes = taylor_green.amplitude_series(solver, skip=0, samples=16, stride=stride)
         fit = slice(2, None)  # skip the acoustic start-up
         rate = v.fitted_decay_rate(times[fit], amplitudes[fit])
         curves[collision] = (times, amplitudes)
@@ -286,14 +286,14 @@ def precision_section(size: str, device: str) -> Section:
 def tgv3d_run(device: str, n: int, u0: float = 0.05, t_end: float = 10.0,
               samples: int = 50, collision: str = "mrt") -> dict[str, np.ndarray]:
     """Run the 3D vortex at Re = 1600 to t* = t_end; diagnostics at ``samples`` times."""
-    solver = v.taylor_green(device=device, n=n, u0=u0, reynolds=1600.0, collision=collision,
-                            dim=3)
+    solver = taylor_green.build(device=device, n=n, u0=u0, reynolds=1600.0,
+                                collision=collision, dim=3)
     length = n / (2 * math.pi)
     total = int(round(t_end * length / u0))
     stride = max(1, total // samples)
     series = []
     while True:
-        series.append(v.tgv3d_diagnostics(solver.velocity(), u0, solver.time_step))
+        series.append(taylor_green.tgv3d_diagnostics(solver.velocity(), u0, solver.time_step))
         if solver.time_step >= total:
             break
         solver.run(min(stride, total - solver.time_step))
@@ -307,13 +307,12 @@ def tgv3d_section(size: str, device: str, run: bool) -> Section:
     if not run:
         return Section(title, "tgv3d", "Not run: it needs a GPU (`thelma validate --device "
                        "cuda`) or `--tgv3d`. The kinetic energy, enstrophy and −dE/dt are "
-                       "computed by `thelma_py.tools.validation.tgv3d_diagnostics` and compared "
-                       "with "
-                       f"`{v.TGV_REFERENCE}`.")
+                       "computed by `thelma_py.cases.taylor_green.tgv3d_diagnostics` and "
+                       f"compared with `{TGV_REFERENCE}`.")
     n = SIZES[size]["tgv3d_n"]
     series = tgv3d_run(device, n)
     comparison = v.compare_dissipation(series["t"], series["minus_dEk_dt"])
-    reference = v.load_tgv_reference()
+    reference = load_tgv_reference()
 
     def plot(fig):
         ax = fig.subplots()

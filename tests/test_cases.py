@@ -154,7 +154,7 @@ def test_the_runner_builds_with_key_value_parameters_runs_and_reports(capsys):
     solver = run(load("poiseuille"), ["n=6", "steps=5", "device=cpu", "collision='trt'"])
     assert solver.time_step == 5 and solver.geometry.shape == (4, 6)
     out = capsys.readouterr().out
-    assert "collision='trt'" in out and "MLUPS" in out
+    assert "collision=Trt(" in out and "MLUPS" in out
     assert "report     relative L2 error against the parabola" in out
 
 

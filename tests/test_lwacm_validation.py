@@ -53,8 +53,6 @@ def test_cavity_re100_matches_ghia(scheme, measured):
     unscaled term the lid would move at U / (2τ − 1) and the deviation is 3.5 (see
     reference.two_step_wall_tags).
     """
-    if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
-        pytest.skip(f"Ghia reference tables not found in {REFERENCE}")
     solver = cavity.build(device="cpu", n=32, reynolds=100, lid_velocity=0.1, compute=scheme)
     solver.run(4000)
     deviation = cavity.ghia_deviation(solver, 100, REFERENCE)

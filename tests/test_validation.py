@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from thelma_py.tools.validation import amplitude_series, fitted_decay_rate
+from thelma_py.tools.validation import REFERENCE, amplitude_series, fitted_decay_rate
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
 
 def load_case(name: str):
@@ -47,9 +46,6 @@ def test_cavity_re100_matches_ghia(collision, measured):
     ~1e-3). A 2 % bound at n = 32 leaves a factor of two and still catches a wrong wall
     position (half a node shifts the profiles by ~0.05 here) or a wrong viscosity.
     """
-    if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
-        pytest.skip(f"Ghia reference tables not found in {REFERENCE} (shared/reference next to "
-                    "the repository)")
     solver = cavity.build(device="cpu", n=32, reynolds=100, lid_velocity=0.1,
                           collision=collision)
     solver.run(4000)
@@ -60,8 +56,6 @@ def test_cavity_re100_matches_ghia(collision, measured):
 
 
 def test_ghia_tables_are_read_as_documented():
-    if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
-        pytest.skip(f"Ghia reference tables not found in {REFERENCE}")
     ghia = cavity.load_ghia(100, REFERENCE)
     assert len(ghia["y"]) == len(ghia["x"]) == 15  # 17 rows minus the two wall rows
     assert np.all(np.diff(ghia["y"]) > 0) and np.all(np.diff(ghia["x"]) > 0)
@@ -150,8 +144,6 @@ def _tgv_plot_module():
     return module
 
 
-@pytest.mark.skipif(not (REFERENCE / "tgv_re1600_spectral512_dissipation.csv").is_file(),
-                    reason="the TGV reference data are not in ../shared/reference")
 def test_tgv3d_summary_of_finished_and_diverged_runs():
     """A run whose energy falls as exp(−(t/6)²) has its dissipation peak at t = 6/√2; cut by a
     blow-up at t = 7 it keeps only the samples before t = 6.5 (still past the peak), and cut at

@@ -6,8 +6,8 @@
 - 3D Taylor-Green vortex: kinetic energy, enstrophy and dissipation in the units of the
   Re = 1600 spectral reference (t in L/V0 with L = n / 2π, V0 = u0).
 
-Reference tables are read from ``$THELMA_REFERENCE`` or ``shared/reference`` next to the
-repository.
+Reference tables (with their sources: ``thelma_py/reference/README.md``) are installed with the
+package; ``$THELMA_REFERENCE`` names another folder holding the same files.
 """
 
 from __future__ import annotations
@@ -24,10 +24,24 @@ import thelma_py as tp
 from thelma_py.modules.results.derived import enstrophy, kinetic_energy
 from thelma_py.units import from_reynolds, viscosity_from_tau
 
-REFERENCE = Path(os.environ.get("THELMA_REFERENCE",
-                                Path(__file__).resolve().parents[3] / "shared" / "reference"))
-"""Directory of the reference tables (Ghia profiles, 3D TGV dissipation)."""
+PACKAGED_REFERENCE = Path(__file__).resolve().parents[1] / "reference"
+"""The reference tables installed with the package (package data of ``thelma_py``)."""
+REFERENCE = Path(os.environ.get("THELMA_REFERENCE") or PACKAGED_REFERENCE)
+"""Directory of the reference tables (Ghia profiles, 3D TGV dissipation): ``$THELMA_REFERENCE``
+when set, else :data:`PACKAGED_REFERENCE`."""
 TGV_REFERENCE = "tgv_re1600_spectral512_dissipation.csv"
+
+
+def reference_file(name: str, reference: Path | None = None) -> Path:
+    """Path of the reference table ``name`` in ``reference`` (default :data:`REFERENCE`);
+    FileNotFoundError saying where it was looked for if it is not there."""
+    folder = Path(reference) if reference is not None else REFERENCE
+    path = folder / name
+    if not path.is_file():
+        named = " (THELMA_REFERENCE)" if reference is None and folder != PACKAGED_REFERENCE else ""
+        raise FileNotFoundError(f"reference table {name} is not in {folder}{named}; thelma-py "
+                                f"installs the tables in {PACKAGED_REFERENCE}")
+    return path
 
 
 # -- lid-driven cavity -------------------------------------------------------------------------
@@ -59,11 +73,13 @@ def cavity(*, device: str = "auto", precision: str = "float64", n: int = 64,
                       device=device, precision=precision)
 
 
-def load_ghia(reynolds: int, reference: Path = REFERENCE) -> dict[str, np.ndarray]:
+def load_ghia(reynolds: int, reference: Path | None = None) -> dict[str, np.ndarray]:
     """Ghia's centre-line tables: {'y', 'u', 'x', 'v'}, wall rows removed (they are the
     boundary conditions, not computed values)."""
-    u = np.loadtxt(reference / f"ghia1982_re{reynolds}_u.csv", delimiter=",", skiprows=2)
-    v = np.loadtxt(reference / f"ghia1982_re{reynolds}_v.csv", delimiter=",", skiprows=2)
+    u = np.loadtxt(reference_file(f"ghia1982_re{reynolds}_u.csv", reference), delimiter=",",
+                   skiprows=2)
+    v = np.loadtxt(reference_file(f"ghia1982_re{reynolds}_v.csv", reference), delimiter=",",
+                   skiprows=2)
     return {"y": u[1:-1, 0], "u": u[1:-1, 1], "x": v[1:-1, 0], "v": v[1:-1, 1]}
 
 
@@ -104,7 +120,7 @@ def centerlines(solver: tp.Solver) -> dict[str, np.ndarray]:
 
 
 def ghia_deviation(solver: tp.Solver, reynolds: int = 100,
-                   reference: Path = REFERENCE) -> dict[str, float]:
+                   reference: Path | None = None) -> dict[str, float]:
     """Largest |profile − Ghia| / U along each centre line, at Ghia's own sample points."""
     ghia = load_ghia(reynolds, reference)
     lines = centerlines(solver)
@@ -330,14 +346,14 @@ def dissipation_rate(times, energies) -> np.ndarray:
     return -np.gradient(np.asarray(energies, dtype=float), np.asarray(times, dtype=float))
 
 
-def load_tgv_reference(reference: Path = REFERENCE) -> dict[str, np.ndarray]:
+def load_tgv_reference(reference: Path | None = None) -> dict[str, np.ndarray]:
     """The spectral Re = 1600 curves: t, E_k, minus_dEk_dt, enstrophy."""
-    data = np.loadtxt(reference / TGV_REFERENCE, delimiter=",", skiprows=4)
+    data = np.loadtxt(reference_file(TGV_REFERENCE, reference), delimiter=",", skiprows=4)
     return {"t": data[:, 0], "E_k": data[:, 1], "minus_dEk_dt": data[:, 2],
             "enstrophy": data[:, 3]}
 
 
-def compare_dissipation(times, rates, reference: Path = REFERENCE) -> dict[str, float]:
+def compare_dissipation(times, rates, reference: Path | None = None) -> dict[str, float]:
     """Coarse comparison of −dE/dt with the spectral reference: largest deviation relative to
     the reference peak, and the peak times of both curves."""
     ref = load_tgv_reference(reference)

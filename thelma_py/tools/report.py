@@ -354,8 +354,9 @@ def render(sections: list[Section], out: Path, header: str) -> tuple[str, bool]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", choices=tuple(SIZES), default="small",
-                        help="small (about a minute on 2 CPU cores) or medium")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+                        help="small (about 10 s on 2 CPU cores) or medium")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="auto takes the GPU when CuPy finds one")
     parser.add_argument("--out", type=Path, default=Path("validation"),
                         help="directory of report.md and its figures (default: validation)")
     parser.add_argument("--tgv3d", action="store_true",
@@ -363,7 +364,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", nargs="+", metavar="SECTION",
                         choices=("cavity", "poiseuille", "taylor_green", "precision", "tgv3d",
                                  "schaefer-turek", "schaefer-turek-2d2", "cavity3d"),
-                        help="run only these sections")
+                        help="run only these sections (default: the first five, and on a GPU "
+                             "also schaefer-turek, schaefer-turek-2d2 and cavity3d)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -43,7 +43,8 @@ def _check_nu(instance, attribute, value):
                          f"{value!r} (tau = 3 nu + 1/2 must exceed 1/2)")
     if 3.0 * value + 0.5 > 50:
         raise ValueError(f"nu = {value} gives tau = {3 * value + 0.5:.1f}; above 50 the scheme "
-                         "is inaccurate. Use a finer lattice or a larger lattice velocity.")
+                         "is inaccurate. Lower nu = U N / Re: a smaller lattice velocity U or "
+                         "fewer nodes N per length.")
 
 
 CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
@@ -99,6 +100,12 @@ class Lbm(RelaxationTime):
     @property
     def omega_minus(self) -> float:
         return trt_omega_minus(self.omega, self.magic)
+
+    def stability_advice(self) -> str:
+        """The generic advice, and a more robust collision model than the one in use."""
+        sturdier = {"bgk": "collision='mrt' (or 'trt')", "trt": "collision='mrt'"}
+        other = sturdier.get(self.collision) if isinstance(self.collision, str) else None
+        return super().stability_advice() + (f", or use {other}" if other else "")
 
     def stored_velocity(self, u: list) -> list:
         """Velocity of the equilibrium stored for an initial u: with a body force the

@@ -40,8 +40,8 @@ def _check_lwacm_nu(instance, attribute, value):
     _check_nu(instance, attribute, value)
     if value > MAX_NU * (1.0 + 1e-12):
         raise ValueError(f"nu = {value} gives omega = {1.0 / (3.0 * value + 0.5):.3f}; LW-ACM is "
-                         f"stable only for omega >= 1, i.e. nu <= 1/6. Use a larger lattice "
-                         "velocity or a finer lattice to lower nu.")
+                         f"stable only for omega >= 1, i.e. nu <= 1/6. Lower nu = U N / Re: a "
+                         "smaller lattice velocity U or fewer nodes N per length.")
 
 
 @attrs.frozen(kw_only=True)
@@ -55,6 +55,10 @@ class LwacmParameters(RelaxationTime):
     """Kinematic viscosity; ν = (1/ω − ½)/3, i.e. τ = 1/ω = 3ν + ½."""
     force: tuple | None = attrs.field(default=None, converter=_force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]): u(t+1) = Σ c_i f_i / ρ + g."""
+
+    def stability_advice(self) -> str:
+        """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme."""
+        return super().stability_advice() + ", or use compute 'lbm' with collision='mrt'"
 
     @property
     def kappa(self) -> float:

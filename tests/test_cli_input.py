@@ -188,14 +188,15 @@ def test_traceback_works_after_the_subcommand(tmp_path):
         assert result.returncode != 0 and "Traceback" in result.stderr, args
 
 
-def test_bench_without_a_gpu_gives_advice_it_accepts():
-    from thelma_py.backend import gpu_available
+def test_bench_without_a_gpu_gives_advice_it_accepts(monkeypatch, capsys):
+    from thelma_py.tools import bench
 
-    if gpu_available():
-        pytest.skip("this machine has a GPU: the bench would run")
-    line = one_line_error(thelma("bench", "--sizes", "8"))
-    assert "needs a GPU" in line and "--device cpu` prints" in line
-    assert "use --device cpu" not in line
+    monkeypatch.setattr(bench, "gpu_available", lambda: False)
+    monkeypatch.setattr(bench, "gpu_unavailable_reason", lambda: "no CUDA device found")
+    assert cli.main(["bench", "--sizes", "8"]) != 0
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "needs a GPU, but no CUDA device found" in line
+    assert "--device cpu` prints" in line and "use --device cpu" not in line
 
 
 def _subcommand_parsers() -> dict[str, argparse.ArgumentParser]:

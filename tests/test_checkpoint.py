@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
-from thelma_py.modules.results import checkpoint as ck
-from thelma_py.modules.results.checkpoint import CheckpointError
+from thelma_py import checkpoints as ck
+from thelma_py.checkpoints import CheckpointError
 
 CASE = textwrap.dedent('''
     import time

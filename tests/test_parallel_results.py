@@ -14,8 +14,8 @@ import pytest
 
 import thelma_py as tp
 from tests.test_parallel import mpiexec
+from thelma_py.checkpoints import CheckpointError
 from thelma_py.geometry import Geometry
-from thelma_py.modules.results.checkpoint import CheckpointError
 
 MPI_DIR = Path(__file__).parent / "mpi"
 

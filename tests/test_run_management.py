@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from thelma_py.files import OutputDirectoryError
 from thelma_py.modules.results.derived import vorticity
-from thelma_py.modules.results.files import OutputDirectoryError
 from thelma_py.modules.results.timings import dominant_period
 from thelma_py.modules.results.vtk import VtkWriter
 from thelma_py.tools import cli, report
@@ -177,7 +177,7 @@ def test_an_error_in_the_writer_thread_is_raised_in_the_main_thread(tmp_path, mo
 
 
 def test_a_full_disk_during_a_vti_write_leaves_no_file(tmp_path, monkeypatch):
-    from thelma_py.modules.results import files
+    from thelma_py import files
 
     real_replace = files.os.replace
 

@@ -12,24 +12,33 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
-from thelma_py.modules.results.files import OutputDirectoryError, atomic_path
+from thelma_py.files import OutputDirectoryError, atomic_path
 from thelma_py.modules.results.vtk import VtkWriter
 
 
 @attrs.define
 class FakeSolver:
-    """What a results plug-in reads from a solver: fields(), time_step, tags.lower."""
+    """What the VTK plug-in reads from a one-domain solver: fields(), fields_later(),
+    time_step, tags.lower and tags.periodic."""
 
     arrays: dict
     lower: tuple
     time_step: int = 0
+    rank_box = None
+    lead = True
 
     @property
     def tags(self):
-        return SimpleNamespace(lower=self.lower)
+        return SimpleNamespace(lower=self.lower, periodic=None)
 
     def fields(self) -> dict:
         return self.arrays
+
+    def fields_later(self) -> dict:
+        return {name: np.array(array, copy=True) for name, array in self.arrays.items()}
+
+    def reserve_host_copies(self, count: int) -> int:
+        return 0
 
 
 def axis_fields(node_shape: tuple[int, ...]) -> dict[str, np.ndarray]:

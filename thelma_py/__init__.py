@@ -9,13 +9,24 @@ A config script composes four kinds of plug-in (init, geometry, compute, results
     solver.run(10_000)
 """
 
-from thelma_py import geometry, lattice, units
+import importlib
+
+from thelma_py import lattice, units
 from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.registry import available, create, register
+from thelma_py.results import Results
 from thelma_py.schedule import Every
 from thelma_py.solver import DivergenceError, RunInterrupted, Solver, compose
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``tp.geometry``: the built-in geometry plug-ins, imported on first use (the core
+    imports no plug-in; see docs/DESIGN.md, "Layers and contracts")."""
+    if name == "geometry":
+        return importlib.import_module("thelma_py.geometry")
+    raise AttributeError(f"module 'thelma_py' has no attribute {name!r}")
 
 
 def plugin(kind: str, name: str, **params):
@@ -23,5 +34,6 @@ def plugin(kind: str, name: str, **params):
     return create(kind, name, **params)
 
 
-__all__ = ["D2Q9", "D3Q19", "D3Q27", "DivergenceError", "Every", "RunInterrupted", "Solver",
-           "available", "compose", "create", "geometry", "lattice", "plugin", "register", "units"]
+__all__ = ["D2Q9", "D3Q19", "D3Q27", "DivergenceError", "Every", "Results", "RunInterrupted",
+           "Solver", "available", "compose", "create", "geometry", "lattice", "plugin", "register",
+           "units"]

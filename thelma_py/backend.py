@@ -37,6 +37,8 @@ class Backend:
 
     name: str
     xp: ModuleType = attrs.field(repr=False, eq=False)
+    copy_bandwidth: float | None = attrs.field(default=None, kw_only=True, repr=False, eq=False)
+    """Measured device copy bandwidth in bytes/s (the run summary relates MLUPS to it), or None."""
 
     @property
     def is_gpu(self) -> bool:

@@ -9,6 +9,7 @@ which is what makes LBM and LW-ACM swappable by one word in a config script.
 from __future__ import annotations
 
 import abc
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -24,6 +25,12 @@ class ComputeEngine(abc.ABC):
     tags: NodeTags
     backend: Backend
     dtype: np.dtype
+    halo_fields: bool = False
+    """Distributed runs exchange whole nodes of :meth:`halo_arrays` (every component), not
+    only the populations that cross a face (see :class:`DistributableEngine`)."""
+    stored_fraction: float = 1
+    """Stored nodes per lattice node: below 1 for sparse engines, which count their
+    ``*_bytes_per_node`` per stored node."""
 
     @abc.abstractmethod
     def initialize(self, rho, u) -> None:
@@ -57,6 +64,33 @@ class ComputeEngine(abc.ABC):
 
     def describe(self) -> str:
         return f"{type(self).__name__}({self.lattice.name}, {self.dtype.name}, {self.backend.name})"
+
+
+@runtime_checkable
+class ComputePlugin(Protocol):
+    """The parameters of a scheme (a registered compute plug-in): they build its engine."""
+
+    def create(self, lattice: Lattice, tags: NodeTags, backend: Backend,
+               dtype: np.dtype) -> ComputeEngine: ...
+
+
+@runtime_checkable
+class DistributableEngine(Protocol):
+    """An engine that runs on one rank's grown box (:class:`thelma_py.parallel.RankBox`).
+
+    Before each step the exchange fills the ghost layers of :meth:`halo_arrays`: populations
+    (Q, *S), of which those crossing a face travel, or whole nodes when the engine sets
+    ``halo_fields``. GPU engines also offer ``distribute(box)``, which refuses what they
+    cannot run exactly."""
+
+    def halo_arrays(self) -> list: ...
+
+
+@runtime_checkable
+class OverlappingEngine(DistributableEngine, Protocol):
+    """A distributable engine that steps its interior while the halos travel."""
+
+    def step_distributed(self, n: int, exchange, overlap: bool = True) -> None: ...
 
 
 def check_memory(backend: Backend, nodes: int, bytes_per_node: int, hint: str = "") -> None:

@@ -25,7 +25,14 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
-from thelma_py.compute import ComputeEngine
+from thelma_py.compute import (
+    ComputeEngine,
+    ComputePlugin,
+    DistributableEngine,
+    OverlappingEngine,
+)
+from thelma_py.domain import Domain
+from thelma_py.nodes import NodeTags
 
 LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -465,19 +472,20 @@ def select_device(comm) -> int:
 class DistributedEngine(ComputeEngine):
     """A compute engine on this rank's grown box, seen from outside as the owned box only.
 
-    The engine offers ``halo_arrays()``: the arrays whose ghost layers the exchange fills
-    before each step. They hold populations (Q, *S), of which only those crossing a face
-    travel, unless the engine sets ``halo_fields = True``: then every component of whole
-    nodes travels (the single-step LW-ACM reads ρ, u of its upstream neighbours)."""
+    The engine is a :class:`~thelma_py.compute.DistributableEngine`: its ``halo_arrays()``
+    are the arrays whose ghost layers the exchange fills before each step. They hold
+    populations (Q, *S), of which only those crossing a face travel, unless the engine sets
+    ``halo_fields = True``: then every component of whole nodes travels (the single-step
+    LW-ACM reads ρ, u of its upstream neighbours)."""
 
     def __init__(self, engine: ComputeEngine, box: RankBox, device: int | None = None):
         """``device``: this rank's GPU (:func:`select_device`) for an engine on the GPU."""
-        if not hasattr(engine, "halo_arrays"):
+        if not isinstance(engine, DistributableEngine):
             raise ValueError(f"{type(engine).__name__} cannot run distributed yet (it offers no "
                              "halo_arrays()); use the LBM or LW-ACM engines (NumPy or CUDA)")
         self.engine, self.box = engine, box
         self.lattice, self.backend, self.dtype = engine.lattice, engine.backend, engine.dtype
-        self.fields = bool(getattr(engine, "halo_fields", False))
+        self.fields = bool(engine.halo_fields)
         """The halo arrays hold whole nodes (every ghost value is exact after an exchange)."""
         if engine.backend.is_gpu:
             engine.distribute(box)  # refuses what it cannot run exactly, before NCCL starts
@@ -503,7 +511,7 @@ class DistributedEngine(ComputeEngine):
         self.engine.initialize(self._grow(rho, False), self._grow(u, True))
 
     def step(self, n: int = 1) -> None:
-        if hasattr(self.engine, "step_distributed"):
+        if isinstance(self.engine, OverlappingEngine):
             self.engine.step_distributed(n, self.exchange, overlap=self.overlap)
             return
         for _ in range(n):
@@ -554,3 +562,19 @@ class DistributedEngine(ComputeEngine):
     @property
     def memory_bytes_per_node(self) -> int:
         return self.engine.memory_bytes_per_node
+
+
+def build_rank(comm, geometry: Domain, lattice, compute: ComputePlugin, backend, dtype,
+               dims: str | Sequence[int] | None) -> tuple[RankBox, NodeTags, DistributedEngine]:
+    """This rank's sub-box, the tags of its owned nodes and its engine on the grown box.
+
+    On a GPU, the rank's device (local rank mod device count) is made current first, before
+    any allocation. ``dims``: ranks per axis ('1x1x4' or a tuple), None to choose them."""
+    device = select_device(comm) if backend.is_gpu else None
+    if isinstance(dims, str):
+        dims = parse_dims(dims, geometry.dim)
+    box = RankBox.create(comm, geometry.shape, geometry.periodic, dims, gpu=backend.is_gpu)
+    tags = geometry.evaluate(lattice, box.lower, box.shape)
+    grown = geometry.evaluate(lattice, box.grown_lower, box.grown_shape, ghost=True)
+    local = compute.create(lattice, grown, backend, dtype)
+    return box, tags, DistributedEngine(local, box, device)

@@ -103,6 +103,11 @@ def get(kind: str, name: str) -> Callable:
     return plugins[name]
 
 
+def plugin_name(plugin: object) -> str:
+    """The name ``plugin`` (or its class) was registered under, else its class name."""
+    return getattr(plugin, "plugin_name", type(plugin).__name__)
+
+
 def parameters(factory: Callable) -> dict[str, inspect.Parameter]:
     """Keyword parameters a factory accepts (attrs fields or the call signature)."""
     if attrs.has(factory):

@@ -8,47 +8,26 @@ extra host copies.
 from __future__ import annotations
 
 import math
-import signal
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 import numpy as np
 
-from thelma_py import parallel
+from thelma_py import checkpoints, divergence, parallel, run_figures
 from thelma_py.backend import Backend, dtype_of, select_backend
-from thelma_py.geometry.domain import Geometry
+from thelma_py.compute import ComputeEngine, ComputePlugin
+from thelma_py.divergence import DivergenceError
+from thelma_py.domain import Domain
 from thelma_py.host_copy import HostCopier, PendingCopy
+from thelma_py.initial import InitPlugin, default_init
+from thelma_py.interrupts import RunInterrupted, SignalWatch
 from thelma_py.lattice import Lattice, lattice_by_name
-from thelma_py.modules.init.fields import Equilibrium
 from thelma_py.nodes import NodeTags
+from thelma_py.outputs import Outputs, check_distributed
+from thelma_py.results import as_results
 
-
-class DivergenceError(RuntimeError):
-    """The run produced NaN or infinity, or a speed above ``max_velocity``; the message gives
-    the step and the first bad node."""
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived: the solver finished its batch, wrote its checkpoints, stopped.
-
-    ``signal_name`` is 'SIGINT' or 'SIGTERM', ``step`` the step reached, ``checkpoints`` the
-    directories written.
-    """
-
-    def __init__(self, signal_name: str, step: int, checkpoints: list[Path]):
-        self.signal_name, self.step, self.checkpoints = signal_name, step, checkpoints
-        where = (f"; checkpoint written to {', '.join(map(str, checkpoints))}" if checkpoints
-                 else "; no checkpoint plug-in, nothing saved")
-        super().__init__(f"{signal_name} received: stopped cleanly at step {step}{where}")
-
-
-def _mpi_lor():
-    from mpi4py import MPI
-
-    return MPI.LOR
+__all__ = ["DivergenceError", "RunInterrupted", "Solver", "compose"]
 
 
 def _lattice(value: Lattice | str) -> Lattice:
@@ -60,27 +39,25 @@ def _lattice(value: Lattice | str) -> Lattice:
 
 
 def _check_geometry(instance, attribute, value) -> None:
-    if not isinstance(value, Geometry):
+    if not isinstance(value, Domain):
         raise TypeError(f"geometry must be a thelma_py.geometry.Geometry (e.g. "
                         f"tp.geometry.cavity(...)), got {type(value).__name__}")
 
 
 def _check_compute(instance, attribute, value) -> None:
-    if not callable(getattr(value, "create", None)):
+    if not isinstance(value, ComputePlugin):
         raise TypeError(f"compute must be a compute plug-in (tp.plugin('compute', 'lbm', ...)), "
                         f"got {value!r}")
 
 
 def _check_init(instance, attribute, value) -> None:
-    if not callable(getattr(value, "fields", None)):
+    if not isinstance(value, InitPlugin):
         raise TypeError(f"init must be an init plug-in (tp.plugin('init', ...)), got {value!r}")
 
 
 def _check_results(instance, attribute, value) -> None:
     for result in value:
-        if not callable(result):
-            raise TypeError(f"results must be results plug-ins (callables with a schedule, see "
-                            f"tp.plugin('results', ...)), got {result!r}")
+        as_results(result)  # raises for what cannot be a results plug-in
 
 
 def _check_count(instance, attribute, value) -> None:
@@ -99,14 +76,16 @@ def _check_max_velocity(instance, attribute, value) -> None:
 class Solver:
     """A runnable simulation. Build with :func:`compose` or directly.
 
-    ``results`` are results plug-ins (objects with ``schedule``, ``__call__(solver)`` and
-    optionally ``start(solver)`` / ``finish(solver)``).
+    ``results`` are results plug-ins (:class:`thelma_py.results.Results`; plain objects with
+    ``schedule`` and ``__call__(solver)`` are adapted). The pieces: :mod:`.outputs` (when
+    results are called), :mod:`.divergence` and :mod:`.interrupts` (run management),
+    :mod:`.run_figures` (summary), :mod:`.checkpoints` (the checkpoint format).
     """
 
     lattice: Lattice = attrs.field(converter=_lattice)
-    geometry: Geometry = attrs.field(validator=_check_geometry)
-    compute: object = attrs.field(validator=_check_compute)
-    init: object = attrs.field(factory=Equilibrium, validator=_check_init)
+    geometry: Domain = attrs.field(validator=_check_geometry)
+    compute: ComputePlugin = attrs.field(validator=_check_compute)
+    init: InitPlugin = attrs.field(factory=default_init, validator=_check_init)
     results: list = attrs.field(factory=list, converter=list, validator=_check_results)
     device: str = "auto"
     precision: str = "float64"
@@ -126,7 +105,7 @@ class Solver:
     dtype: np.dtype = attrs.field(init=False)
     backend: Backend = attrs.field(init=False)
     tags: NodeTags = attrs.field(init=False)
-    engine: object = attrs.field(init=False)
+    engine: ComputeEngine = attrs.field(init=False)
     time_step: int = attrs.field(init=False, default=0)
     compute_seconds: float = attrs.field(init=False, default=0.0)
     results_seconds: float = attrs.field(init=False, default=0.0)
@@ -135,11 +114,9 @@ class Solver:
     """(steps, seconds) of every engine batch, for the spread of the step rate."""
     stop_reason: str | None = attrs.field(init=False, default=None)
     """Why the last :meth:`run` ended early (set by :meth:`stop`), or None."""
-    rank_box: object = attrs.field(init=False, default=None, repr=False)
+    rank_box: parallel.RankBox | None = attrs.field(init=False, default=None, repr=False)
     """This rank's sub-box (:class:`thelma_py.parallel.RankBox`), None for one domain."""
-    _started: bool = attrs.field(init=False, default=False)
-    _resumed_step: int | None = attrs.field(init=False, default=None)
-    _signal: int | None = attrs.field(init=False, default=None)
+    _outputs: Outputs = attrs.field(init=False, factory=Outputs, repr=False)
     _host_copier: HostCopier | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -151,7 +128,10 @@ class Solver:
         if comm is None and (self.decomposition is not None or parallel.launched_by_mpi()):
             comm = parallel.world()
         if comm is not None and (comm.size > 1 or self.decomposition is not None):
-            self._build_distributed(comm)
+            check_distributed(self.results)
+            self.rank_box, self.tags, self.engine = parallel.build_rank(
+                comm, self.geometry, self.lattice, self.compute, self.backend, self.dtype,
+                self.decomposition)
         else:
             self.tags = self.geometry.evaluate(self.lattice)
             self.engine = self.compute.create(self.lattice, self.tags, self.backend, self.dtype)
@@ -163,30 +143,6 @@ class Solver:
         rho, u = self.init.fields(coords, self.tags.tags.shape, window)
         self.engine.initialize(self.backend.to_device(rho.astype(self.dtype)),
                                self.backend.to_device(u.astype(self.dtype)))
-
-    def _build_distributed(self, comm) -> None:
-        # one GPU per rank (local rank mod device count), made current before any allocation
-        device = parallel.select_device(comm) if self.backend.is_gpu else None
-        unsupported = sorted({type(r).__name__ for r in self.results
-                              if not getattr(r, "supports_distributed", False)})
-        if unsupported:
-            from thelma_py.registry import available
-
-            able = sorted(name for name, factory in available("results").items()
-                          if getattr(factory, "supports_distributed", False))
-            raise ValueError(f"results plug-in(s) {unsupported} do not run distributed yet; "
-                             f"distributed runs take {', '.join(able)}")
-        dims = self.decomposition
-        if isinstance(dims, str):
-            dims = parallel.parse_dims(dims, self.geometry.dim)
-        self.rank_box = box = parallel.RankBox.create(comm, self.geometry.shape,
-                                                      self.geometry.periodic, dims,
-                                                      gpu=self.backend.is_gpu)
-        self.tags = self.geometry.evaluate(self.lattice, box.lower, box.shape)
-        grown = self.geometry.evaluate(self.lattice, box.grown_lower, box.grown_shape,
-                                       ghost=True)
-        local = self.compute.create(self.lattice, grown, self.backend, self.dtype)
-        self.engine = parallel.DistributedEngine(local, box, device)
 
     # -- information -------------------------------------------------------------------------
     @property
@@ -237,7 +193,7 @@ class Solver:
         the next steps compute. Release it after use so that its pinned buffers are reused."""
         rho, u = self.engine.macroscopic()
         return self._copier().start({"rho": rho, "u": u}, interleave=("u",),
-                                       extra={"kind": self.tags.kind})
+                                    extra={"kind": self.tags.kind})
 
     # -- running -----------------------------------------------------------------------------
     def step(self, n: int = 1) -> None:
@@ -256,122 +212,44 @@ class Solver:
         """Ask :meth:`run` to end after the results due at this step (e.g. on convergence)."""
         self.stop_reason = str(reason)
 
-    def _start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        for result in self.results:
-            if hasattr(result, "start"):
-                result.start(self)
-        if self.time_step != self._resumed_step:  # a checkpoint is written after those ran
-            self._call_due()
-
-    def _ordered_results(self) -> list:
-        """Results in call order: checkpoints last, so a checkpoint at step n follows every
-        other output of step n (a resumed run must not repeat them)."""
-        return sorted(self.results, key=lambda r: bool(getattr(r, "after_others", False)))
-
-    def _call_due(self) -> None:
-        start = time.perf_counter()
-        for result in self._ordered_results():
-            schedule = getattr(result, "schedule", None)
-            if schedule is not None and schedule.due(self.time_step):
-                result(self)
-        self.results_seconds += time.perf_counter() - start
-
-    # -- signals -----------------------------------------------------------------------------
-    def _on_signal(self, signum, frame) -> None:
-        if self._signal is not None:  # a second signal: stop now, without waiting
-            raise KeyboardInterrupt(f"{signal.Signals(signum).name} received twice")
-        self._signal = signum
-
-    def _install_handlers(self) -> dict:
-        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
-            return {}
-        previous = {}
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, self._on_signal)
-        return previous
-
-    def _pending_signal(self) -> int:
-        """The signal to act on after this batch (0: none). In a distributed run the ranks
-        agree on it, so that all of them write the checkpoint at the same step."""
-        local = int(self._signal or 0)
-        if self.rank_box is None:
-            return local
-        return int(self.reduce([local], op="max")[0])
-
-    def _interrupt(self) -> None:
-        """After a signal: write every checkpoint plug-in at this step, then stop the run."""
-        name = signal.Signals(self._signal).name
-        self._signal = None
-        written = []
-        for result in self.results:
-            if hasattr(result, "write_now"):
-                written.append(result.write_now(self))
-        raise RunInterrupted(name, self.time_step, written)
-
     def run(self, steps: int) -> dict:
         """Advance ``steps`` steps, calling results plug-ins when due; returns :meth:`summary`."""
         if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 0:
             raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
         self.stop_reason = None
-        previous = self._install_handlers()
-        try:
-            self._start()
+        with SignalWatch(self.handle_signals) as signals:
+            self._outputs.start(self)
             end = self.time_step + int(steps)
-            for result in self.results:  # optional hook: progress bars need the target step
-                if hasattr(result, "begin_run"):
-                    result.begin_run(self, end)
+            self._outputs.begin_run(self, end)
             while self.time_step < end and self.stop_reason is None:
-                stops = [end]
-                for result in self.results:
-                    schedule = getattr(result, "schedule", None)
-                    if schedule is not None:
-                        stops.append(schedule.next_after(self.time_step))
+                target = self._outputs.next_stop(self, end)
                 if self.check_every:
-                    stops.append((self.time_step // self.check_every + 1) * self.check_every)
-                target = min(stops)
+                    target = min(target, (self.time_step // self.check_every + 1)
+                                 * self.check_every)
                 self.step(target - self.time_step)
                 if self.check_every and self.time_step % self.check_every == 0:
                     self.check_finite()
                     self.check_velocity()
-                self._call_due()
-                pending = self._pending_signal()
-                if pending:
-                    self._signal = pending
-                    self._interrupt()
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-            self._signal = None
+                self._outputs.call_due(self)
+                pending = signals.pending(self)
+                if pending:  # write every checkpoint plug-in at this step, then stop
+                    name = signals.take(pending)
+                    raise RunInterrupted(name, self.time_step, self._outputs.interrupt(self))
         return self.summary()
 
     def finish(self) -> None:
         """Let results plug-ins close their files (time-series indexes, CSV files)."""
-        for result in self.results:
-            if hasattr(result, "finish"):
-                result.finish(self)
+        self._outputs.finish(self)
 
     def check_finite(self) -> None:
         """Raise :class:`DivergenceError` naming the first node where ρ or u is not finite."""
-        rho, u = self.engine.macroscopic()
-        xp = self.backend.xp
-        bad = ~xp.isfinite(rho) | ~xp.isfinite(u).all(axis=0)
-        if not self._anywhere(bool(bad.any())):
-            return
-        position = self._first_position(bad) if bool(bad.any()) else "(on another rank)"
-        raise DivergenceError(
-            f"the run diverged: first non-finite value at step {self.time_step}, node "
-            f"(x, y{', z' if len(position) == 3 else ''}) = {position}. Lower the lattice "
-            "velocity, raise the resolution, or use collision='mrt'.")
+        divergence.check_finite(self)
 
-    def _anywhere(self, flag: bool) -> bool:
-        """True on every rank when ``flag`` holds on any (so that all ranks stop together)."""
-        if self.rank_box is None:
-            return flag
-        return bool(self.rank_box.cart.allreduce(flag, op=_mpi_lor()))
+    def check_velocity(self) -> None:
+        """Raise :class:`DivergenceError` at the first node where |u| > ``max_velocity``."""
+        divergence.check_velocity(self)
 
+    # -- distributed runs --------------------------------------------------------------------
     @property
     def lead(self) -> bool:
         """True where shared files are written: rank 0 of a distributed run, or one domain."""
@@ -385,6 +263,14 @@ class Solver:
             return values
         return parallel.allreduce(self.rank_box.cart, values, op)
 
+    def piece_fields(self) -> tuple:
+        """Distributed run: host-ready (ρ, u, kind) on this rank's output piece
+        (:meth:`~thelma_py.parallel.RankBox.piece`), which reaches one plane into the +
+        neighbour; the ghost layers are refreshed first (collective: every rank asks)."""
+        if self.rank_box is None:
+            raise ValueError("piece_fields() is for distributed runs; one domain has fields()")
+        return self.engine.piece_fields()
+
     def gather(self, value) -> list | None:
         """``value`` of every rank, in rank order, as a list on the lead rank (None on the
         others), which every rank must ask for. One domain: ``[value]``."""
@@ -392,77 +278,24 @@ class Solver:
             return [value]
         return self.rank_box.cart.gather(value, root=0)
 
-    def _first_position(self, bad) -> tuple[int, ...]:
-        """Global (x, y[, z]) of the first True node of a backend boolean array."""
-        flat = int(self.backend.xp.argmax(bad.reshape(-1)))
-        index = np.unravel_index(flat, bad.shape)
-        return tuple(int(i) + lo for i, lo in zip(reversed(index), self.tags.lower, strict=True))
-
-    def check_velocity(self) -> None:
-        """Raise :class:`DivergenceError` at the first node where |u| > ``max_velocity``."""
-        if self.max_velocity is None:
-            return
-        u = self.engine.macroscopic()[1]
-        speed2 = (u * u).sum(axis=0)
-        bad = speed2 > self.max_velocity**2
-        if not self._anywhere(bool(bad.any())):
-            return
-        if not bool(bad.any()):
-            raise DivergenceError(f"|u| exceeds max_velocity = {self.max_velocity} at step "
-                                  f"{self.time_step} on another rank")
-        position = self._first_position(bad)
-        speed = math.sqrt(float(speed2.reshape(-1)[int(self.backend.xp.argmax(bad.reshape(-1)))]))
-        raise DivergenceError(
-            f"|u| = {speed:.4g} exceeds max_velocity = {self.max_velocity} at step "
-            f"{self.time_step}, first at node (x, y{', z' if len(position) == 3 else ''}) = "
-            f"{position}. The run is going unstable: lower the lattice velocity or raise the "
-            "resolution.")
-
+    # -- figures -----------------------------------------------------------------------------
     @property
     def mlups(self) -> float:
         """Million lattice-node updates per second over the compute time so far (all nodes)."""
-        if self.compute_seconds <= 0:
-            return math.nan
-        return self.node_count * self.steps_timed / self.compute_seconds / 1e6
+        return run_figures.mlups(self.node_count, self.steps_timed, self.compute_seconds)
 
     def batch_mlups(self) -> np.ndarray:
         """MLUPS of every timed engine batch (batches of zero duration left out)."""
-        rates = [self.node_count * n / t / 1e6 for n, t in self.batch_times if n and t > 0]
-        return np.asarray(rates, dtype=np.float64)
+        return run_figures.batch_mlups(self.node_count, self.batch_times)
 
     def summary(self) -> dict:
-        """Run figures: MLUPS over the compute time and its mean/spread over batches, time in
-        results (output), bytes per node and, where the backend measured its copy bandwidth,
-        the fraction of it this run reached (None otherwise)."""
-        rates = self.batch_mlups()
-        bandwidth = getattr(self.backend, "copy_bandwidth", None)  # bytes/s, if measured
-        # per lattice node, like the MLUPS: sparse engines count per stored (fluid) node
-        traffic = self.engine.traffic_bytes_per_node * getattr(self.engine, "stored_fraction", 1)
-        fraction = (None if not bandwidth or not math.isfinite(self.mlups)
-                    else round(self.mlups * 1e6 * traffic / bandwidth, 4))
-        return {
-            "lattice": self.lattice.name,
-            "shape": list(self.shape),
-            "backend": self.backend.describe(),
-            "precision": self.dtype.name,
-            "steps": self.time_step,
-            "compute_seconds": round(self.compute_seconds, 6),
-            "results_seconds": round(self.results_seconds, 6),
-            "mlups": round(self.mlups, 3),
-            "mlups_batch_mean": round(float(rates.mean()), 3) if len(rates) else None,
-            "mlups_batch_std": round(float(rates.std()), 3) if len(rates) else None,
-            "batches": len(rates),
-            "bytes_per_node": traffic,
-            "copy_bandwidth_fraction": fraction,
-            "stopped": self.stop_reason,
-        }
+        """Run figures (:func:`thelma_py.run_figures.summary`)."""
+        return run_figures.summary(self)
 
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path) -> Path:
-        """Write a checkpoint directory at ``path`` (atomically); see :mod:`.checkpoint`."""
-        from thelma_py.modules.results.checkpoint import write_checkpoint
-
-        return write_checkpoint(self, Path(path))
+        """Write a checkpoint directory at ``path`` (atomically); see :mod:`.checkpoints`."""
+        return checkpoints.write_checkpoint(self, Path(path))
 
     def load_checkpoint(self, path: str | Path) -> int:
         """Continue from a checkpoint written by a run of the same configuration.
@@ -471,17 +304,16 @@ class Solver:
         checkpoint is taken). Refuses a checkpoint of another configuration, naming what
         differs. Results due at the checkpoint step are not called again. Returns the step.
         """
-        from thelma_py.modules.results.checkpoint import load_checkpoint
-
-        step = load_checkpoint(self, Path(path))
-        self._resumed_step = step
+        step = checkpoints.load_checkpoint(self, Path(path))
+        self._outputs.resumed_step = step
         return step
 
 
-def compose(lattice: Lattice | str, geometry: Geometry, compute, init=None,
-            results: Sequence = (), device: str = "auto", precision: str = "float64",
-            check_every: int = 1000, max_velocity: float | None = None,
-            decomposition: str | tuple | None = None, comm=None) -> Solver:
+def compose(lattice: Lattice | str, geometry: Domain, compute: ComputePlugin,
+            init: InitPlugin | None = None, results: Sequence = (), device: str = "auto",
+            precision: str = "float64", check_every: int = 1000,
+            max_velocity: float | None = None, decomposition: str | tuple | None = None,
+            comm=None) -> Solver:
     """Build a :class:`Solver` from plug-ins (see :func:`thelma_py.plugin`).
 
     Under an MPI launcher the domain is split over the ranks (``decomposition`` such as
@@ -489,6 +321,6 @@ def compose(lattice: Lattice | str, geometry: Geometry, compute, init=None,
     if isinstance(results, str) or not isinstance(results, Sequence):
         raise TypeError(f"results must be a list of results plug-ins, got {results!r}")
     return Solver(lattice=lattice, geometry=geometry, compute=compute,
-                  init=init if init is not None else Equilibrium(), results=list(results),
+                  init=init if init is not None else default_init(), results=list(results),
                   device=device, precision=precision, check_every=check_every,
                   max_velocity=max_velocity, decomposition=decomposition, comm=comm)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import attrs
 
-from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
+from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
+from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 
@@ -36,7 +37,7 @@ def relative_change(xp, u, previous, reduce=None) -> float:
 
 @register("results", "residual")
 @attrs.define(kw_only=True)
-class Residual:
+class Residual(Results):
     """Velocity residual ‖u_n − u_(n−k)‖₁/‖u_n‖₁ every k steps; stops the run below tolerance."""
 
     supports_distributed = True  # global norms through Solver.reduce; rank 0 writes the CSV

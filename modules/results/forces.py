@@ -17,8 +17,9 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
+from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
+from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 
@@ -30,7 +31,7 @@ def _bodies(value):
 
 @register("results", "forces")
 @attrs.define(kw_only=True)
-class Forces:
+class Forces(Results):
     """Momentum-exchange force on each body (boundary id) every N steps, with c_D and c_L."""
 
     supports_distributed = True  # owned links per rank, summed over the ranks; rank 0 writes

@@ -15,8 +15,9 @@ from typing import TextIO
 
 import attrs
 
-from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
+from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
+from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 
@@ -44,7 +45,7 @@ def _duration(seconds: float) -> str:
 
 @register("results", "progress")
 @attrs.define(kw_only=True)
-class Progress:
+class Progress(Results):
     """One-line progress bar on stderr: step/total, MLUPS (wall clock), ETA.
 
     Silent when stderr is not a terminal, unless ``force``.
@@ -140,7 +141,7 @@ HISTORY_COLUMNS = ("step", "mean_rho", "max_speed", "kinetic_energy")
 
 @register("results", "history")
 @attrs.define(kw_only=True)
-class History:
+class History(Results):
     """Global quantities over the fluid nodes every N steps: mean ρ, max |u|, kinetic energy.
 
     Kinetic energy is Σ ½ ρ |u|² over fluid nodes (lattice units). Records are kept in

@@ -13,8 +13,9 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
+from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
+from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 PROBE_FIELDS = ("rho", "p", "u", "speed")
@@ -81,7 +82,7 @@ def _number(value: float) -> str:
 
 @register("results", "probes")
 @attrs.define(kw_only=True)
-class Probes:
+class Probes(Results):
     """Values at a few nodes every N steps, one CSV row per step: step, <field>_x<i>_y<j>...
 
     In a distributed run each point is sampled by the rank that owns it, the rows are summed
@@ -147,7 +148,7 @@ class Probes:
 
 @register("results", "profile")
 @attrs.define(kw_only=True)
-class Profile:
+class Profile(Results):
     """A line of nodes along ``axis`` through ``through``, as <path>/<prefix>_<step>.csv.
 
     In a distributed run each rank samples the part of the line it owns and rank 0 gathers

@@ -19,8 +19,9 @@ from typing import TextIO
 import attrs
 import numpy as np
 
-from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
+from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
+from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 
@@ -47,7 +48,7 @@ def dominant_period(samples) -> tuple[float, float]:
 
 @register("results", "timings")
 @attrs.define(kw_only=True)
-class Timings:
+class Timings(Results):
     """Compute time per step, averaged over every N steps; mean, spread and dominant period."""
 
     supports_distributed = True  # per record the maximum over the ranks; rank 0 writes

@@ -20,11 +20,12 @@ from xml.sax.saxutils import quoteattr
 import attrs
 import numpy as np
 
+from thelma_py.files import atomic_path, atomic_write_text, ensure_writable_dir
 from thelma_py.modules.results import vtk_xml
 from thelma_py.modules.results.background import BackgroundWriter
 from thelma_py.modules.results.derived import DERIVED
-from thelma_py.modules.results.files import atomic_path, atomic_write_text, ensure_writable_dir
 from thelma_py.registry import register
+from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 FIELDS = ("rho", "p", "u", "speed", "vorticity", "q_criterion", "kind")
@@ -264,7 +265,7 @@ def pvd_text(entries: list[tuple[int, str]]) -> str:
 
 @register("results", "vtk")
 @attrs.define(kw_only=True)
-class VtkWriter:
+class VtkWriter(Results):
     """ParaView output: <path>/<prefix>_<step>.vti every N steps, indexed by <prefix>.pvd."""
 
     supports_distributed = True  # one piece per rank and a .pvti (see _write_piece)
@@ -316,8 +317,7 @@ class VtkWriter:
         """Create the output directory and check that it is writable; on a GPU, pin the host
         buffers of the snapshots that can be in flight at once."""
         ensure_writable_dir(self.path, who="vtk results")
-        if self.background and getattr(solver, "rank_box", None) is None and hasattr(
-                solver, "reserve_host_copies"):
+        if self.background and solver.rank_box is None:
             solver.reserve_host_copies(QUEUE_DEPTH + 1)
         self._ready = True
 
@@ -332,17 +332,13 @@ class VtkWriter:
             self.start(solver)
         self._worker.check()  # an error of an earlier write surfaces here
         step = int(solver.time_step)
-        if getattr(solver, "rank_box", None) is not None:
+        if solver.rank_box is not None:
             self._write_piece(solver, step)
             return
-        if self.background and hasattr(solver, "fields_later"):
-            raw = solver.fields_later()  # the worker waits for the copy (GPU: it overlaps)
-        elif self.background:  # the engine may reuse its arrays: the worker gets its own copy
-            raw = {name: np.array(array, copy=True) for name, array in solver.fields().items()}
-        else:
-            raw = solver.fields()
+        # background: the worker waits for the copy (on a GPU it overlaps the next steps)
+        raw = solver.fields_later() if self.background else solver.fields()
         job = (self.path / f"{self.prefix}_{step:08d}.vti", step, raw,
-               getattr(solver.tags, "periodic", None), self._local_crop(solver),
+               solver.tags.periodic, self._local_crop(solver),
                tuple(solver.tags.lower))
         if self.background:
             self._worker.submit(self._write, *job)
@@ -373,7 +369,7 @@ class VtkWriter:
         if self.crop is not None or self.subsample != 1:
             raise ValueError("crop and subsample are not available in distributed runs yet")
         box = solver.rank_box
-        rho, u, kind = solver.engine.piece_fields()
+        rho, u, kind = solver.piece_fields()
         raw = {"rho": np.array(rho), "u": np.array(u), "kind": np.array(kind)}
         stem = f"{self.prefix}_{step:08d}"
         lower, _ = box.piece()
@@ -403,8 +399,7 @@ class VtkWriter:
         if not self._ready:
             self.start(solver)
         self.flush()
-        box = getattr(solver, "rank_box", None)
-        if box is None or box.cart.rank == 0:
+        if solver.lead:
             atomic_write_text(self.pvd_path, pvd_text(self.written))
 
     def state_dict(self) -> dict:

@@ -19,7 +19,7 @@ from decomposed_run import build
 from mpi4py import MPI
 
 import thelma_py as tp
-from thelma_py.modules.results.checkpoint import CheckpointError
+from thelma_py.checkpoints import CheckpointError
 
 
 def solver(dims: str, results=(), scheme: str = "trt"):

@@ -19,6 +19,11 @@ MACH_WARN = 0.1
 MACH_LIMIT = 0.3
 
 
+STABILITY_ADVICE = "lower the lattice velocity or raise the resolution"
+"""What helps any scheme that goes unstable; compute plug-ins add their own
+(``stability_advice()``)."""
+
+
 class UnstableParameters(ValueError):
     """The requested lattice parameters cannot give a stable or meaningful run."""
 
@@ -51,7 +56,7 @@ class RelaxationTime:
 
     def stability_advice(self) -> str:
         """What to change when a run with these parameters goes unstable (for messages)."""
-        return "lower the lattice velocity or raise the resolution"
+        return STABILITY_ADVICE
 
 
 @attrs.frozen

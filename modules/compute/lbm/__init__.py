@@ -30,6 +30,7 @@ from thelma_py.modules.compute.lbm.open_nodes import OpenNodes
 from thelma_py.modules.compute.lbm.sparse import STORAGES, create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.tags import TagLayout
 from thelma_py.units import RelaxationTime
 
 STREAMING = ("pull", "push", "aa")
@@ -37,14 +38,16 @@ ODD_MOMENTS = ("qx", "qy", "qz", "mx", "my", "mz")
 """MRT moments that ``mrt_odd='magic'`` relaxes at ω⁻."""
 
 
+MAX_TAU = 50.0
+"""Above this relaxation time the scheme is inaccurate: :meth:`Lbm.check` refuses it when the
+engine is built, after the solver has checked that the domain fits in memory (a domain too
+large for the machine is the first thing to hear about)."""
+
+
 def _check_nu(instance, attribute, value):
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
         raise ValueError(f"nu must be a positive kinematic viscosity in lattice units, got "
                          f"{value!r} (tau = 3 nu + 1/2 must exceed 1/2)")
-    if 3.0 * value + 0.5 > 50:
-        raise ValueError(f"nu = {value} gives tau = {3 * value + 0.5:.1f}; above 50 the scheme "
-                         "is inaccurate. Lower nu = U N / Re: a smaller lattice velocity U or "
-                         "fewer nodes N per length.")
 
 
 CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
@@ -101,6 +104,17 @@ class Lbm(RelaxationTime):
     def omega_minus(self) -> float:
         return trt_omega_minus(self.omega, self.magic)
 
+    def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int | None:
+        """Bytes the engine of :meth:`create` holds per lattice node, known before it is built
+        (None for sparse storage: per stored node, known once the tags are)."""
+        if self.storage == "sparse":
+            return None
+        real, tag = np.dtype(dtype).itemsize, TagLayout(lattice).dtype.itemsize
+        if backend.is_gpu:  # populations (AA: one copy in place), ρ, u and the tags
+            buffers = 1 if self.streaming == "aa" else 2
+            return (buffers * lattice.q + 1 + lattice.d) * real + tag
+        return 2 * lattice.q * real + tag  # NumPy: stream from one buffer into the other
+
     def stability_advice(self) -> str:
         """The generic advice, and a more robust collision model than the one in use."""
         sturdier = {"bgk": "collision='mrt' (or 'trt')", "trt": "collision='mrt'"}
@@ -148,6 +162,10 @@ class Lbm(RelaxationTime):
             interpolated=interpolated))
 
     def check(self, lattice: Lattice) -> None:
+        if self.tau > MAX_TAU:
+            raise ValueError(f"nu = {self.nu} gives tau = {self.tau:.1f}; above {MAX_TAU:.0f} "
+                             "the scheme is inaccurate. Lower nu = U N / Re: a smaller lattice "
+                             "velocity U or fewer nodes N per length.")
         if self.force is not None and len(self.force) != lattice.d:
             raise ValueError(f"force needs {lattice.d} components for {lattice.name}, "
                              f"got {self.force}")
@@ -209,8 +227,7 @@ class NumpyLbm(ComputeEngine):
 
     @property
     def memory_bytes_per_node(self) -> int:
-        # two population buffers (stream from one into the other, then swap) and the tags
-        return 2 * self.lattice.q * self.dtype.itemsize + self.tags.tags.itemsize
+        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
     def initialize(self, rho, u) -> None:
         rho = np.asarray(rho, dtype=self.dtype)

@@ -28,7 +28,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import _check_nu, _force_tuple
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
-from thelma_py.tags import NodeKind
+from thelma_py.tags import NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
 
 MAX_NU = 1.0 / 6.0
@@ -55,6 +55,17 @@ class LwacmParameters(RelaxationTime):
     """Kinematic viscosity; ν = (1/ω − ½)/3, i.e. τ = 1/ω = 3ν + ½."""
     force: tuple | None = attrs.field(default=None, converter=_force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]): u(t+1) = Σ c_i f_i / ρ + g."""
+
+    def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int:
+        """Bytes the engine of :meth:`create` holds per lattice node, known before it is
+        built: the two-step f* buffers and j, or the single step's two record buffers (on the
+        GPU padded to 4 reals), and the tags."""
+        real, tag = np.dtype(dtype).itemsize, TagLayout(lattice).dtype.itemsize
+        if not self.fused:
+            from thelma_py.modules.compute.lwacm.reference import two_step_memory
+
+            return two_step_memory(lattice, real, tag)
+        return (8 if backend.is_gpu else 2 * (1 + lattice.d)) * real + tag
 
     def stability_advice(self) -> str:
         """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme."""

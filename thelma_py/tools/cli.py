@@ -22,6 +22,7 @@ import sys
 import time
 import types
 import typing
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -401,7 +402,10 @@ def _run(args: argparse.Namespace) -> int:
             every = thelma_py.Every(args.every)
         else:  # the last step only (or the initial field when no step is run)
             every = thelma_py.Every(steps, at_start=False) if steps else thelma_py.Every(1)
-        solver.results.append(thelma_py.plugin("results", "vtk", path=args.out, every=every))
+        vtk = thelma_py.plugin("results", "vtk", path=args.out, every=every)
+        solver.results.append(vtk)
+    else:
+        vtk = None
     if args.checkpoint is not None:
         every = args.checkpoint_every or max(steps, 1)
         solver.results.append(
@@ -418,60 +422,97 @@ def _run(args: argparse.Namespace) -> int:
             )
         print(f"resumed    from step {resumed} ({args.resume})", flush=True)
         steps -= resumed
+    else:
+        resumed = None
     if not args.quiet:
         solver.results.append(thelma_py.plugin("results", "progress"))
         print(solver, flush=True)
 
     start = time.perf_counter()
-    interrupted = None
+    failure = None  # what ended the run early: a signal, a divergence, another error
     try:
         solver.run(steps)
-    except KeyboardInterrupt as error:
-        interrupted = error
-    finally:
-        solver.finish()
+    except (KeyboardInterrupt, Exception) as error:  # the records below are written anyway
+        failure = error
+    failure = close_run(solver, vtk, failure)
     wall = time.perf_counter() - start
-    if interrupted is not None:
-        print(f"thelma run: {str(interrupted) or 'interrupted'}", file=sys.stderr, flush=True)
+    interrupted = isinstance(failure, KeyboardInterrupt)
+    if interrupted:
+        print(f"thelma run: {str(failure) or 'interrupted'}", file=sys.stderr, flush=True)
 
     done = solver.steps_timed
     summary = {
         "case": str(args.case),
         "parameters": {key: _json_ready(value) for key, value in kwargs.items()},
         **solver.summary(),
+        "resumed_from": resumed,
         "build_seconds": round(build_seconds, 6),
         "wall_seconds": round(wall, 6),
         "wall_mlups": round(solver.node_count * done / wall / 1e6, 3) if wall > 0 else None,
-        "interrupted": interrupted is not None,
+        "interrupted": interrupted,
+        "error": None if failure is None or interrupted else f"{type(failure).__name__}: {failure}",
         "output": None if args.out is None else str(args.out),
     }
     summary = {key: _finite(value) for key, value in summary.items()}
-    if not lead:
-        return 0 if interrupted is None else 130
+    if lead:
+        _report_run(case, solver, kwargs, summary, args.out, failure)
+    if failure is not None and not interrupted:
+        raise failure  # one line on stderr (main), after the records
+    if not interrupted:
+        return 0
+    return 143 if getattr(failure, "signal_name", "") == "SIGTERM" else 130
+
+
+def close_run(solver, vtk, failure: BaseException | None) -> BaseException | None:
+    """Let the results plug-ins close their files whatever ended the run. After a divergence
+    (which every rank sees) the fields of the step it was found at are written too, so that
+    the ``.pvd`` shows it. Returns the exception to report: ``failure``, else one raised by
+    the plug-ins' ``finish``."""
+    from thelma_py.solver import DivergenceError
+
+    if (
+        isinstance(failure, DivergenceError)
+        and vtk is not None
+        and solver.time_step not in {step for step, _ in vtk.written}
+    ):
+        with contextlib.suppress(Exception):  # best effort: the divergence is what is reported
+            vtk(solver)
+    try:
+        solver.finish()
+    except Exception as error:
+        return failure or error
+    return failure
+
+
+def _report_run(
+    case, solver, kwargs: dict, summary: dict, out: Path | None, failure: BaseException | None
+) -> None:
+    """Print the run's figures and write ``summary.json`` (the lead rank)."""
     mlups = "n/a" if summary["mlups"] is None else f"{summary['mlups']:.2f}"
+    span = (
+        f" (step {summary['resumed_from']} to {summary['time_step']})"
+        if summary["resumed_from"] is not None
+        else ""
+    )
+    ended = "" if failure is None else " (interrupted)" if summary["interrupted"] else " (failed)"
     print(
-        f"steps      {summary['steps']}{' (interrupted)' if interrupted is not None else ''}"
+        f"steps      {summary['steps']}{span}{ended}"
         f"{'  ' + summary['stopped'] if summary['stopped'] else ''}\n"
-        f"wall time  {wall:.3f} s (build {build_seconds:.3f} s)\n"
+        f"wall time  {summary['wall_seconds']:.3f} s (build {summary['build_seconds']:.3f} s)\n"
         f"MLUPS      {mlups} (compute), {summary['wall_mlups']} (wall)\n"
         f"backend    {summary['backend']}, {summary['precision']}"
     )
     report = getattr(case, "report", None)
-    if report is not None and interrupted is None and solver.rank_box is None:
+    if report is not None and failure is None and solver.rank_box is None:
         bound = inspect.signature(case.build).bind_partial(**kwargs)
         bound.apply_defaults()
         summary["report"] = report(solver, **bound.arguments)
         print(f"report     {summary['report']}")
-    if args.out is not None:
-        from thelma_py.modules.results.files import atomic_write_text
+    if out is not None:
+        from thelma_py.files import atomic_write_text
 
-        atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
-        print(
-            f"output     {args.out / 'fields.pvd'} (open in ParaView), {args.out / 'summary.json'}"
-        )
-    if interrupted is None:
-        return 0
-    return 143 if getattr(interrupted, "signal_name", "") == "SIGTERM" else 130
+        atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+        print(f"output     {out / 'fields.pvd'} (open in ParaView), {out / 'summary.json'}")
 
 
 def run_case(path: str | Path, argv: list[str] | None = None) -> int:
@@ -664,6 +705,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``thelma`` console script; returns the exit status."""
     parser = build_parser({**COMMANDS, **optional_commands()})
     args = parser.parse_args(argv)
+    formatwarning = warnings.formatwarning
+    if not args.traceback:  # a warning is one line too, without the source line
+        warnings.formatwarning = lambda message, category, *_, **__: (
+            f"thelma {args.command}: warning: {message}\n"
+        )
     try:
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `thelma list | head`: the reader left; say nothing more
@@ -675,3 +721,5 @@ def main(argv: list[str] | None = None) -> int:
         label = "" if isinstance(error, CliError) else f"{type(error).__name__}: "
         print(f"thelma {args.command}: error: {label}{error}", file=sys.stderr)
         return 2 if isinstance(error, CliError) else 1
+    finally:
+        warnings.formatwarning = formatwarning

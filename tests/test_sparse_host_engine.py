@@ -18,7 +18,8 @@ from tests.test_sparse import GEOMETRIES
 from thelma_py.backend import select_backend
 from thelma_py.modules.compute.lbm import Lbm, cuda
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+pytestmark = [pytest.mark.slow,  # compiles the kernels with g++
+              pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")]
 
 
 @pytest.fixture

@@ -99,6 +99,7 @@ def test_poiseuille_bgk_converges_at_second_order():
 @pytest.mark.parametrize(("collision", "tau"), [("trt", 0.8), ("trt", 1.4),
                                                 ("bgk", 0.5 + math.sqrt(3 / 16))])
 @pytest.mark.parametrize("n", [8, 16])
+@pytest.mark.slow
 def test_poiseuille_is_exact_with_the_magic_combination(collision, tau, n):
     """TRT with Λ = 3/16 (any τ), or BGK at τ = 1/2 + √(3/16) (where BGK's Λ = (τ − 1/2)² is
     3/16), puts the halfway wall exactly: the parabola is reproduced to rounding. Run to a

@@ -157,7 +157,8 @@ def parameter_types(function: Callable) -> dict[str, object]:
                 expected = parameter.empty
         if expected is parameter.empty:
             default = parameter.default
-            expected = typing.Any if default in (parameter.empty, None) else type(default)
+            unknown = default is parameter.empty or default is None
+            expected = typing.Any if unknown else type(default)
         found[name] = expected
     return found
 

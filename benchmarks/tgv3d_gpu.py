@@ -1,7 +1,7 @@
 """3D Taylor-Green vortex at Re = 1600 on the GPU, for each compute scheme and size.
 
 Writes one JSON file with, per run, the time series of kinetic energy and enstrophy (units of
-the spectral reference in shared/reference: t* = t V0 / L, L = n / 2π), diagnostics computed
+the spectral reference in thelma_py/reference: t* = t V0 / L, L = n / 2π), diagnostics computed
 on the device. ``docs/validation/tgv3d.md`` and its plot are made from that file by
 ``python benchmarks/tgv3d_plot.py FILE``.
 

@@ -8,7 +8,8 @@ others (``Box(...) - StlShape(...)``) and each rank of a distributed run tags on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -30,6 +31,20 @@ def _triple(value) -> tuple[float, float, float]:
     return out
 
 
+@contextlib.contextmanager
+def quiet_vtk() -> Iterator[None]:
+    """Keep VTK's C++ error and warning log off stderr inside the block (the caller reports
+    failures itself)."""
+    from vtkmodules.vtkCommonCore import vtkObject
+
+    previous = vtkObject.GetGlobalWarningDisplay()
+    vtkObject.GlobalWarningDisplayOff()
+    try:
+        yield
+    finally:
+        vtkObject.SetGlobalWarningDisplay(previous)
+
+
 def _load(path: Path, scale, rotate, translate):
     from vtkmodules.vtkCommonTransforms import vtkTransform
     from vtkmodules.vtkFiltersCore import (
@@ -44,7 +59,8 @@ def _load(path: Path, scale, rotate, translate):
         raise FileNotFoundError(f"STL file not found: {path}")
     reader = vtkSTLReader()
     reader.SetFileName(str(path))
-    reader.Update()
+    with quiet_vtk():  # a bad file: one error below, not VTK's C++ log on stderr
+        reader.Update()
     if reader.GetOutput().GetNumberOfCells() == 0:
         raise ValueError(f"{path}: no triangles read (not an STL file, or empty)")
     clean = vtkCleanPolyData()  # merge the duplicated vertices of STL facets

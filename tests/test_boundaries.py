@@ -269,6 +269,7 @@ def test_rest_is_a_fixed_point_with_pressure_faces_and_bodies(lattice):
 
 
 # -- Poiseuille with Zou-He pressure inlet and outlet --------------------------------------------
+@pytest.mark.slow
 def test_pressure_driven_poiseuille_converges_at_second_order():
     """BGK at τ = 0.8 (its halfway-wall error is second order; TRT with Λ = 3/16 would be exact
     and hide the order). Diffusive scaling u_max = 0.16 / n keeps the compressibility error
@@ -285,6 +286,7 @@ def test_pressure_driven_poiseuille_converges_at_second_order():
     assert fitted_order(sizes, errors) < -1.8, errors
 
 
+@pytest.mark.slow
 def test_square_duct_matches_the_series_solution():
     """D3Q19 TRT, 8 x 8 duct, Zou-He pressure faces: relative L2 error of u_x on the middle
     section against the series solution scaled by the measured gradient. Measured 0.40 %
@@ -295,6 +297,7 @@ def test_square_duct_matches_the_series_solution():
     assert pressure_poiseuille_error(solver, 0.02) < 0.006
 
 
+@pytest.mark.slow
 def test_mrt_square_duct_with_zou_he_inlet_is_stable_and_matches_the_series():
     """D3Q19 MRT, 8 x 8 duct of length 24: Zou-He velocity inlet with the series profile,
     Zou-He pressure outlet. With the published odd rates (s_m = 1.98, the default) this
@@ -317,6 +320,7 @@ def test_mrt_square_duct_with_zou_he_inlet_is_stable_and_matches_the_series():
 
 
 @pytest.mark.parametrize(("kind", "bound"), [("zou-he", 2e-3), ("equilibrium", 1e-2)])
+@pytest.mark.slow
 def test_open_boundaries_with_a_body_force_impose_the_fluid_velocity(kind, bound):
     """Channel of 6 rows driven by g along x, inlet with the exact parabola, outlet ρ = 1.
     With Guo forcing the fluid velocity is Σ c f / ρ + g/2, so the rules impose u − g/2.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from thelma_py.checkpoint_meta import differences
 from thelma_py.lattice import D3Q19, D3Q27
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.collision import (
@@ -16,7 +17,6 @@ from thelma_py.modules.compute.lbm.collision import (
     register_collision,
 )
 from thelma_py.modules.compute.lbm.collisions import Mrt, Trt
-from thelma_py.modules.results.checkpoint import differences
 
 
 def test_models_are_found_by_name_with_default_parameters():

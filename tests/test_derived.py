@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from thelma_py.cases.reference import REFERENCE, TGV_REFERENCE, load_tgv_reference
+from thelma_py.cases.reference import load_tgv_reference
 from thelma_py.cases.taylor_green import tgv3d_diagnostics
 from thelma_py.modules.results import derived
 from thelma_py.tools import validation
@@ -77,8 +77,6 @@ def test_tgv3d_diagnostics_at_t0_match_the_reference_initial_values():
 
 
 def test_dissipation_comparison_with_the_reference_is_zero_for_the_reference_itself():
-    if not (REFERENCE / TGV_REFERENCE).is_file():
-        pytest.skip("TGV reference table not found")
     ref = load_tgv_reference()
     assert ref["E_k"][0] == 0.125 and len(ref["t"]) > 1000
     same = validation.compare_dissipation(ref["t"][::50], ref["minus_dEk_dt"][::50])

@@ -71,6 +71,7 @@ def test_forces_plugin_writes_csv_and_history(tmp_path):
     assert plugin.history[-1]["step"] == 30
 
 
+@pytest.mark.slow
 def test_schaefer_turek_2d1_coarsest_resolution():
     """n = 10 nodes per diameter, u_max = 0.1, interpolated cylinder, 12 000 steps from the
     inflow profile: c_D 5.822, c_L 0.01196, Δp 0.1178 (converged at 36 500 steps: 5.819,

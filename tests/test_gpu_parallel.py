@@ -97,6 +97,7 @@ def test_halo_bytes_of_a_384_face():
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 def test_kernels_launch_over_a_range_of_planes_and_compile(tmp_path):
     lattice = LATTICES["D3Q19"]
     source = generate(KernelConfig(lattice, Lbm(nu=0.1).relaxation(lattice), "float", "pull"))

@@ -92,6 +92,7 @@ def channel_error(ny: int, interpolated: bool) -> float:
     return float(np.linalg.norm(u[fluid] - exact[fluid]) / np.linalg.norm(exact[fluid]))
 
 
+@pytest.mark.slow
 def test_off_lattice_channel_walls_are_second_order():
     """Measured (relative L2): interpolated 1.45e-2 / 2.34e-3 at ny = 12 / 24 (ratio 6.2;
     at τ = 0.8: 1.11e-2 / 1.85e-3 / 3.9e-4 up to ny = 48, order 2.6 then 2.3); halfway
@@ -156,6 +157,7 @@ def test_interpolated_arm_only_where_asked():
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize(("lat", "real", "moving", "open_faces"),
                          [("D2Q9", "float", True, True), ("D2Q9", "double", False, False),
                           ("D3Q19", "float", False, True), ("D3Q19", "double", True, False)])

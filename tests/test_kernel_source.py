@@ -67,6 +67,7 @@ def test_edge_table_gives_lid_row_beyond_top_face():
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize(("lat", "coll", "real", "scheme", "moving"), ALL)
 def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, coll, real, scheme, moving):
     force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
@@ -128,6 +129,7 @@ def test_aa_refuses_neighbour_kinds_at_generation():
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize(("lat", "scheme", "real", "moving", "kinds"), OPEN_VARIANTS)
 def test_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, scheme, real, moving, kinds):
     nvcc = shutil.which("nvcc")
@@ -140,6 +142,7 @@ def test_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, scheme, real, mo
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 def test_bulk_path_registers_stay_within_64(tmp_path):
     """D3Q19 float pull: the open-boundary rules and interpolated links live in a __noinline__
     function, so the step kernels keep the register count of the wall-only kernel (64 or

@@ -59,6 +59,7 @@ def momentum(solver):
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 @pytest.mark.parametrize("moving", [False, True], ids=["walls-at-rest", "moving-lid"])
 @pytest.mark.parametrize(("lattice", "collision"), CONFIGS, ids=lambda v: str(v))
+@pytest.mark.slow
 def test_mass_is_conserved_in_a_closed_box(lattice, collision, moving, precision):
     shape = shape_of(lattice)
     geo = Geometry(shape)

@@ -64,6 +64,7 @@ def test_force_and_wall_terms_are_baked_in_only_when_needed():
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize(("lat", "real", "scheme", "moving"), ALL)
 def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, real, scheme, moving):
     force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None

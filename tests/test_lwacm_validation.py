@@ -45,6 +45,7 @@ def test_taylor_green_decay_rate(scheme):
 
 @pytest.mark.filterwarnings("ignore:lattice velocity 0.1 is Mach")
 @pytest.mark.parametrize(("scheme", "measured"), [("lwacm", 0.0125), ("lwacm-fused", 0.0106)])
+@pytest.mark.slow
 def test_cavity_re100_matches_ghia(scheme, measured):
     """The LBM test's set-up (tests/test_validation.py): n = 32, U = 0.1, Re = 100, 4000 steps;
     centre-line u(y), v(x) at Ghia's points, max |Δ| / U < 0.02.
@@ -54,8 +55,6 @@ def test_cavity_re100_matches_ghia(scheme, measured):
     unscaled term the lid would move at U / (2τ − 1) and the deviation is 3.5 (see
     reference.two_step_wall_tags).
     """
-    if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
-        pytest.skip(f"Ghia reference tables not found in {REFERENCE}")
     solver = cavity.build(device="cpu", n=32, reynolds=100, lid_velocity=0.1, compute=scheme)
     solver.run(4000)
     deviation = cavity.ghia_deviation(solver, 100, REFERENCE)
@@ -63,6 +62,7 @@ def test_cavity_re100_matches_ghia(scheme, measured):
     assert max(deviation.values()) == pytest.approx(measured, abs=2e-3)
 
 
+@pytest.mark.slow
 def test_poiseuille_converges_at_second_order():
     """Body-force-driven channel, τ = 0.8, u_max = 0.05, n = 8, 16, 32, run until the start-up
     transient is below 1e-6 of u_max; relative L2 error against the parabola.

@@ -144,12 +144,14 @@ AUTO = {(4, "D3Q27"): "2x2x1", (8, "D3Q19"): "2x2x2"}
     (8, "1x1x8", "D3Q19", "lwacm-fused"),
     (8, "2x1x4", "D3Q19", "lwacm"),
 ])
+@pytest.mark.slow
 def test_decomposed_run_equals_single_domain_bit_for_bit(ranks, dims, lattice, scheme):
     result = run_decomposed(ranks, dims, lattice, scheme)
     used = AUTO.get((ranks, lattice), dims) if dims == "auto" else dims
     assert f"identical: {dims} {lattice} {scheme}, {ranks} ranks as {used}," in result.stdout
 
 
+@pytest.mark.slow
 def test_parallel_vtk_pieces_open_as_one_data_set(tmp_path):
     vtk = pytest.importorskip("vtkmodules.vtkIOXML")
     from vtkmodules.util.numpy_support import vtk_to_numpy

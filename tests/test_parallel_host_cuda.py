@@ -23,7 +23,8 @@ from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
 from thelma_py.parallel import halo_plan
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+pytestmark = [pytest.mark.slow,  # compiles the kernels with g++
+              pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")]
 
 STEPS = 12
 

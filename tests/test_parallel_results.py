@@ -27,6 +27,7 @@ def run_script(script: str, ranks: int, *args) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_distributed_checkpoint_restarts_bit_for_bit_on_its_decomposition_only(tmp_path):
     root = tmp_path / "checkpoints"
     out = run_script("checkpoint_run.py", 2, "restart", root, "2x1", "1x2")
@@ -48,6 +49,7 @@ def test_distributed_checkpoint_restarts_bit_for_bit_on_its_decomposition_only(t
 
 
 @pytest.mark.parametrize("scheme", ["lwacm", "lwacm-fused"])
+@pytest.mark.slow
 def test_distributed_lwacm_checkpoint_restarts_bit_for_bit(tmp_path, scheme):
     """The LW-ACM states (f*, j; or ρ, u records) on the owned box: a restart fills the
     ghost layers by the next exchange, as it does for LBM."""
@@ -57,6 +59,7 @@ def test_distributed_lwacm_checkpoint_restarts_bit_for_bit(tmp_path, scheme):
 
 
 @pytest.mark.parametrize(("ranks", "dims"), [(2, "2x1"), (4, "2x2")])
+@pytest.mark.slow
 def test_residual_history_and_probes_reduced_over_ranks_equal_one_domain(tmp_path, ranks, dims):
     out = run_script("results_run.py", ranks, tmp_path, dims)
     assert f"equal: residual, history, probes on {dims}, {ranks} ranks" in out
@@ -64,6 +67,7 @@ def test_residual_history_and_probes_reduced_over_ranks_equal_one_domain(tmp_pat
         (tmp_path / "whole" / "probes.csv").read_text()
 
 
+@pytest.mark.slow
 def test_a_signal_on_one_rank_stops_every_rank_at_the_same_step(tmp_path):
     """SIGTERM on rank 0 only: the ranks agree after the batch, write the checkpoint together
     and stop at step 20; without the agreement rank 0 would wait in the checkpoint's
@@ -81,6 +85,7 @@ def test_a_signal_on_one_rank_stops_every_rank_at_the_same_step(tmp_path):
     (2, "1x1x2", "D3Q19", "interpolated"),
     (4, "2x1x2", "D3Q19", "halfway"),
 ])
+@pytest.mark.slow
 def test_forces_profiles_and_timings_of_a_decomposed_run_equal_one_domain(tmp_path, ranks, dims,
                                                                           lattice, kind):
     """Bodies cut by the decomposition (and one across the periodic edge): the forces equal

@@ -25,14 +25,22 @@ def test_per_fluid_node_figures():
     engine, _ = build_engine(BenchConfig(case="porous", size=32, fluid_fraction="0.3"),
                              select_backend("cpu"))
     fluid = int(engine.tags.fluid.sum())
+    # 1000 MLUPS over the box at 152 B per updated node would be 152 GB/s: 1.52 of a 100 GB/s copy
     record = {"storage": "dense", "mlups": 1000.0, "mlups_min": 900.0, "mlups_max": 1100.0,
-              "bytes_per_node": 152, "memory_bytes_per_node": 172}
+              "bytes_per_node": 152, "memory_bytes_per_node": 172, "bandwidth_GBs": 152.0,
+              "fraction_of_copy": 1.52}
     out = per_fluid_node(record, engine.tags)
     phi = fluid / 32**3
-    assert np.isclose(out["mlups"], 1000.0 * phi)  # a dense step updates every box node
+    assert np.isclose(out["mlups"], 1000.0 * phi)  # a dense step visits every box node
     assert np.isclose(out["memory_bytes_per_fluid_node"], 172 / phi)
-    sparse = per_fluid_node({**record, "storage": "sparse", "bytes_per_node": 224}, engine.tags)
+    # its solid nodes read their tag and stop: 152 B per fluid node, not per box node
+    assert out["bytes_per_fluid_node"] == 152
+    assert np.isclose(out["fraction_of_copy"], 1.52 * phi) and out["fraction_of_copy"] < 1
+    assert np.isclose(out["bandwidth_GBs"], out["mlups"] * 1e6 * 152 / 1e9)
+    sparse = per_fluid_node({**record, "storage": "sparse", "bytes_per_node": 224,
+                             "bandwidth_GBs": 224.0, "fraction_of_copy": 2.24}, engine.tags)
     assert sparse["mlups"] == 1000.0 and sparse["bytes_per_fluid_node"] == 224
+    assert sparse["fraction_of_copy"] == 2.24
 
 
 def test_sweeps_skip_what_they_would_repeat():
@@ -58,7 +66,7 @@ def _record(storage, phi, mlups, memory):
             "fluid_fraction_measured": phi, "mlups": mlups, "mlups_min": mlups,
             "mlups_max": mlups, "bytes_per_node": 224 if storage == "sparse" else 152,
             "bandwidth_GBs": 1.0, "fraction_of_copy": 0.8, "memory_bytes_per_node": memory,
-            "bytes_per_fluid_node": 224.0 if storage == "sparse" else 152 / phi,
+            "bytes_per_fluid_node": 224.0 if storage == "sparse" else 152.0,
             "memory_bytes_per_fluid_node": memory if storage == "sparse" else memory / phi,
             "nodes": 1, "steps_per_repeat": 8, "repeats": 7}
 

@@ -19,7 +19,8 @@ from thelma_py.backend import select_backend
 from thelma_py.codegen.compile import compile_module
 from thelma_py.modules.compute.lbm import Lbm
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+pytestmark = [pytest.mark.slow,  # compiles the kernels with g++
+              pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")]
 
 
 @pytest.fixture

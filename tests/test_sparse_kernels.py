@@ -82,6 +82,7 @@ def test_open_arrays_cover_every_open_node_once():
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize(("lat", "coll", "dtype", "moving"), VARIANTS)
 def test_every_sparse_kernel_compiles_with_nvcc(tmp_path, lat, coll, dtype, moving):
     force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
@@ -90,6 +91,7 @@ def test_every_sparse_kernel_compiles_with_nvcc(tmp_path, lat, coll, dtype, movi
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize(("lat", "coll", "dtype", "moving"), VARIANTS[::2])
 def test_every_sparse_aa_kernel_compiles_with_nvcc(tmp_path, lat, coll, dtype, moving):
     force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
@@ -100,6 +102,7 @@ def test_every_sparse_aa_kernel_compiles_with_nvcc(tmp_path, lat, coll, dtype, m
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize("lat", ["D2Q9", "D3Q19", "D3Q27"])
 def test_sparse_interpolated_kernels_compile_with_nvcc(tmp_path, lat):
     params = Lbm(nu=0.1, collision="trt", storage="sparse")
@@ -111,6 +114,7 @@ def test_sparse_interpolated_kernels_compile_with_nvcc(tmp_path, lat):
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", OPEN_SETUPS)
 @pytest.mark.parametrize("lat", ["D2Q9", "D3Q19", "D3Q27"])
 def test_sparse_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, setup):

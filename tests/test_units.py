@@ -93,5 +93,6 @@ def test_mach_thresholds():
 def test_compute_plugin_refuses_nonpositive_viscosity():
     with pytest.raises(ValueError, match="tau = 3 nu"):
         tp.plugin("compute", "lbm", nu=0.0)
+    too_viscous = tp.plugin("compute", "lbm", nu=20.0)  # refused where the engine is built
     with pytest.raises(ValueError, match="above 50"):
-        tp.plugin("compute", "lbm", nu=20.0)
+        tp.compose("D2Q9", tp.geometry.periodic_box((4, 4)), too_viscous, device="cpu")

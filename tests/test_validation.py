@@ -17,11 +17,10 @@ import pytest
 from tests.lbm_setups import COLLISIONS
 from thelma_py.cases import lid_driven_cavity as cavity
 from thelma_py.cases import poiseuille, taylor_green
-from thelma_py.cases.reference import load_ghia
+from thelma_py.cases.reference import REFERENCE, load_ghia
 from thelma_py.tools.validation import fitted_decay_rate, steps_to_steady
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
 
 # -- (a) lid-driven cavity, Re = 100, against Ghia, Ghia & Shin (1982) -------------------------
@@ -39,9 +38,6 @@ def test_cavity_re100_matches_ghia(collision, measured):
     ~1e-3). A 2 % bound at n = 32 leaves a factor of two and still catches a wrong wall
     position (half a node shifts the profiles by ~0.05 here) or a wrong viscosity.
     """
-    if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
-        pytest.skip(f"Ghia reference tables not found in {REFERENCE} (shared/reference next to "
-                    "the repository)")
     solver = cavity.build(device="cpu", n=32, reynolds=100, lid_velocity=0.1,
                           collision=collision)
     solver.run(4000)
@@ -52,8 +48,6 @@ def test_cavity_re100_matches_ghia(collision, measured):
 
 
 def test_ghia_tables_are_read_as_documented():
-    if not (REFERENCE / "ghia1982_re100_u.csv").is_file():
-        pytest.skip(f"Ghia reference tables not found in {REFERENCE}")
     ghia = load_ghia(100, REFERENCE)
     assert len(ghia["y"]) == len(ghia["x"]) == 15  # 17 rows minus the two wall rows
     assert np.all(np.diff(ghia["y"]) > 0) and np.all(np.diff(ghia["x"]) > 0)
@@ -97,6 +91,7 @@ def test_poiseuille_bgk_converges_at_second_order():
 @pytest.mark.parametrize(("collision", "tau"), [("trt", 0.8), ("trt", 1.4),
                                                 ("bgk", 0.5 + math.sqrt(3 / 16))])
 @pytest.mark.parametrize("n", [8, 16])
+@pytest.mark.slow
 def test_poiseuille_is_exact_with_the_magic_combination(collision, tau, n):
     """TRT with Λ = 3/16 (any τ), or BGK at τ = 1/2 + √(3/16) (where BGK's Λ = (τ − 1/2)² is
     3/16), puts the halfway wall exactly: the parabola is reproduced to rounding. Run to a
@@ -144,8 +139,6 @@ def _tgv_plot_module():
     return module
 
 
-@pytest.mark.skipif(not (REFERENCE / "tgv_re1600_spectral512_dissipation.csv").is_file(),
-                    reason="the TGV reference data are not in ../shared/reference")
 def test_tgv3d_summary_of_finished_and_diverged_runs():
     """A run whose energy falls as exp(−(t/6)²) has its dissipation peak at t = 6/√2; cut by a
     blow-up at t = 7 it keeps only the samples before t = 6.5 (still past the peak), and cut at

@@ -107,6 +107,11 @@ def gpu_available() -> bool:
     return _cupy_or_reason()[0] is not None
 
 
+def gpu_unavailable_reason() -> str:
+    """Why no GPU can be used (cupy missing, no device), or '' when one can."""
+    return _cupy_or_reason()[1]
+
+
 def select_backend(device: str = "auto") -> Backend:
     """'cpu', 'cuda' or 'auto' (the GPU when one is usable, else the CPU)."""
     device = {"numpy": "cpu", "cupy": "cuda", "gpu": "cuda"}.get(device, device)

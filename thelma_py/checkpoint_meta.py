@@ -35,6 +35,11 @@ class CheckpointError(ValueError):
     """A checkpoint is missing, corrupt, or from another configuration; the message says which."""
 
 
+class CorruptCheckpoint(CheckpointError):
+    """A checkpoint is damaged (unreadable or incomplete meta.json, state failing its checksum):
+    an older intact one of the same store can take its place."""
+
+
 def json_ready(value):
     """Plain JSON types (tuples become lists, numpy scalars numbers, anything else its repr)."""
     return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item")
@@ -180,12 +185,12 @@ def parse_meta(directory: Path) -> dict:
     try:
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"checkpoint '{directory}' is corrupt: meta.json is unreadable "
-                              f"({error})") from None
+        raise CorruptCheckpoint(f"checkpoint '{directory}' is corrupt: meta.json is unreadable "
+                                f"({error})") from None
     missing = [k for k in REQUIRED if k not in meta] if isinstance(meta, dict) else ["all"]
     if missing or meta.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint '{directory}' is corrupt: meta.json lacks "
-                              f"{missing or 'the format tag'}")
+        raise CorruptCheckpoint(f"checkpoint '{directory}' is corrupt: meta.json lacks "
+                                f"{missing or 'the format tag'}")
     if meta["version"] != VERSION:
         raise CheckpointError(f"checkpoint '{directory}' has format version {meta['version']}; "
                               f"this thelma-py reads version {VERSION}")

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import uuid
+import warnings
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ import numpy as np
 
 from thelma_py.checkpoint_meta import (
     CheckpointError,
+    CorruptCheckpoint,
     check_belongs,
     file_hash,
     geometry_hash,
@@ -42,8 +44,13 @@ from thelma_py.results import as_results
 if TYPE_CHECKING:
     from thelma_py.solver import Solver
 
-__all__ = ["CheckpointError", "CheckpointStore", "check_keep", "load_checkpoint", "read_checkpoint",
-           "read_meta", "read_state", "resolve", "write_checkpoint"]
+__all__ = ["CheckpointError", "CheckpointStore", "CorruptCheckpoint", "check_keep",
+           "load_checkpoint", "read_checkpoint", "read_meta", "read_state", "resolve",
+           "write_checkpoint"]
+
+
+class CheckpointFallback(UserWarning):
+    """The latest checkpoint was damaged: an older intact one was loaded instead."""
 
 
 def _temporary_for(target: Path) -> Path:
@@ -179,14 +186,14 @@ def read_state(directory: Path, meta: dict, rank: int | None = None) -> dict[str
     name = "state.npz" if rank is None else f"rank_{rank}.npz"
     state_file = directory / name
     if not state_file.is_file() or file_hash(state_file) != per_rank(meta, "state_sha256", rank):
-        raise CheckpointError(f"checkpoint '{directory}' is corrupt: {name} is missing or "
-                              "does not match the checksum in meta.json")
+        raise CorruptCheckpoint(f"checkpoint '{directory}' is corrupt: {name} is missing or "
+                                "does not match the checksum in meta.json")
     try:
         with np.load(state_file, allow_pickle=False) as data:
             return {key: data[key] for key in data.files}
     except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise CheckpointError(f"checkpoint '{directory}' is corrupt: {name} cannot be read "
-                              f"({error})") from None
+        raise CorruptCheckpoint(f"checkpoint '{directory}' is corrupt: {name} cannot be read "
+                                f"({error})") from None
 
 
 def read_checkpoint(path: Path, rank: int | None = None) -> tuple[dict, dict[str, np.ndarray]]:
@@ -196,18 +203,54 @@ def read_checkpoint(path: Path, rank: int | None = None) -> tuple[dict, dict[str
     return meta, read_state(directory, meta, rank)
 
 
+def candidates(path: Path) -> list[Path]:
+    """The checkpoints ``path`` names, to try in order: a checkpoint directory itself; for a
+    store root the one ``latest`` points at, then its other ``step_*`` directories, newest
+    first (they stand in when the latest is damaged)."""
+    path = Path(path)
+    latest = path / "latest"
+    if (path / "meta.json").is_file() or not latest.is_file():
+        return [path]
+    name = latest.read_text(encoding="utf-8").strip()
+    first = [path / name] if name and "/" not in name else []
+    others = sorted((p for p in path.glob("step_*") if p.is_dir() and p not in first),
+                    reverse=True)
+    return first + others
+
+
 def load_checkpoint(solver: Solver, path: Path) -> int:
     """Load a checkpoint into ``solver`` after checking it belongs to this configuration and,
-    for a distributed run, to this decomposition (every rank loads its own state)."""
+    for a distributed run, to this decomposition (every rank loads its own state).
+
+    Given a store root whose latest checkpoint is damaged, the newest intact one is loaded
+    instead, with a warning naming both."""
     box = solver.rank_box
     comm, rank = (box.cart, box.cart.rank) if box is not None else (None, None)
+    tried = candidates(path)
+    store = len(tried) > 1  # a store root with older checkpoints to fall back on
+    damaged: list[CorruptCheckpoint] = []
+    for directory in tried:
+        def check(directory=directory):
+            found = directory if store else resolve(directory)
+            meta = parse_meta(found)
+            check_belongs(meta, solver, found, rank)
+            return meta, read_state(found, meta, rank)
 
-    def check():
-        directory, meta = read_meta(path)
-        check_belongs(meta, solver, path, rank)
-        return meta, read_state(directory, meta, rank)
-
-    meta, state = _collective(comm, check)
+        try:
+            meta, state = _collective(comm, check)
+        except CorruptCheckpoint as error:
+            if not store:
+                raise
+            damaged.append(error)
+            continue
+        break
+    else:
+        raise CorruptCheckpoint(f"no intact checkpoint in '{path}': "
+                                + "; ".join(map(str, damaged)))
+    if damaged:
+        warnings.warn(f"{'; '.join(map(str, damaged))}; resuming from '{directory}' (step "
+                      f"{meta['step']}), the newest intact checkpoint in '{path}'",
+                      CheckpointFallback, stacklevel=3)
     solver.engine.load_state(state)
     solver.time_step = int(meta["step"])
     restore_results(solver, meta.get("results", []))

@@ -10,13 +10,11 @@ import math
 
 
 def check_nu(instance, attribute, value) -> None:
-    """attrs validator: ``nu`` is a finite positive lattice viscosity with τ = 3ν + ½ ≤ 50."""
+    """attrs validator: ``nu`` is a finite positive lattice viscosity (the upper limits of each
+    scheme are checked when its engine is built, after the memory check)."""
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
         raise ValueError(f"nu must be a positive kinematic viscosity in lattice units, got "
                          f"{value!r} (tau = 3 nu + 1/2 must exceed 1/2)")
-    if 3.0 * value + 0.5 > 50:
-        raise ValueError(f"nu = {value} gives tau = {3 * value + 0.5:.1f}; above 50 the scheme "
-                         "is inaccurate. Use a finer lattice or a larger lattice velocity.")
 
 
 def force_tuple(value) -> tuple[float, ...] | None:

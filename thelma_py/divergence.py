@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from thelma_py.units import STABILITY_ADVICE
+
 if TYPE_CHECKING:
     from thelma_py.solver import Solver
 
@@ -40,6 +42,12 @@ def first_position(solver: Solver, bad) -> tuple[int, ...]:
     return tuple(int(i) + lo for i, lo in zip(reversed(index), solver.tags.lower, strict=True))
 
 
+def _advice(solver: Solver) -> str:
+    """What to change, for the scheme in use: its compute plug-in's ``stability_advice()``."""
+    advice = getattr(solver.compute, "stability_advice", None)
+    return advice() if callable(advice) else STABILITY_ADVICE
+
+
 def _axes(position: tuple[int, ...]) -> str:
     return f"x, y{', z' if len(position) == 3 else ''}"
 
@@ -54,8 +62,7 @@ def check_finite(solver: Solver) -> None:
     position = first_position(solver, bad) if bool(bad.any()) else "(on another rank)"
     raise DivergenceError(
         f"the run diverged: first non-finite value at step {solver.time_step}, node "
-        f"({_axes(position)}) = {position}. Lower the lattice "
-        "velocity, raise the resolution, or use collision='mrt'.")
+        f"({_axes(position)}) = {position}. To stabilise it: {_advice(solver)}.")
 
 
 def check_velocity(solver: Solver) -> None:
@@ -76,5 +83,4 @@ def check_velocity(solver: Solver) -> None:
     raise DivergenceError(
         f"|u| = {speed:.4g} exceeds max_velocity = {limit} at step "
         f"{solver.time_step}, first at node ({_axes(position)}) = "
-        f"{position}. The run is going unstable: lower the lattice velocity or raise the "
-        "resolution.")
+        f"{position}. The run is going unstable: {_advice(solver)}.")

@@ -32,6 +32,7 @@ from thelma_py.compute import (
     OverlappingEngine,
 )
 from thelma_py.domain import Domain
+from thelma_py.memory import check_fits
 from thelma_py.nodes import NodeTags
 
 LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
@@ -574,6 +575,7 @@ def build_rank(comm, geometry: Domain, lattice, compute: ComputePlugin, backend,
     if isinstance(dims, str):
         dims = parse_dims(dims, geometry.dim)
     box = RankBox.create(comm, geometry.shape, geometry.periodic, dims, gpu=backend.is_gpu)
+    check_fits(lattice, box.grown_shape, compute, backend, dtype)  # this rank's part
     tags = geometry.evaluate(lattice, box.lower, box.shape)
     grown = geometry.evaluate(lattice, box.grown_lower, box.grown_shape, ghost=True)
     local = compute.create(lattice, grown, backend, dtype)

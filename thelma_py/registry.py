@@ -123,14 +123,19 @@ def create(kind: str, name: str, **params):
     if unknown:
         raise PluginParameterError(f"{kind} plug-in {name!r} takes no parameter(s) {unknown}; "
                                    f"valid parameters: {', '.join(valid) or '(none)'}")
-    return factory(**params)
+    try:
+        return factory(**params)
+    except (TypeError, ValueError) as error:
+        # attrs validators raise (message, attribute, expected, value), which prints as a tuple
+        if len(error.args) > 1 and isinstance(error.args[1], attrs.Attribute):
+            raise type(error)(f"{kind} plug-in {name!r}: {error.args[0]}") from error
+        raise
 
 
 def describe(kind: str) -> list[str]:
-    """One line per plug-in of ``kind``: name, parameters and first docstring line."""
+    """One line per plug-in of ``kind``: name, parameters and the docstring's first paragraph."""
     lines = []
     for name, factory in available(kind).items():
-        doc = (inspect.getdoc(factory) or "").splitlines()
-        params = ", ".join(parameters(factory))
-        lines.append(f"{name}({params}): {doc[0] if doc else ''}")
+        summary = " ".join((inspect.getdoc(factory) or "").split("\n\n")[0].split())
+        lines.append(f"{name}({', '.join(parameters(factory))}): {summary}")
     return lines

@@ -40,7 +40,8 @@ def summary(solver: Solver) -> dict:
         "shape": list(solver.shape),
         "backend": solver.backend.describe(),
         "precision": solver.dtype.name,
-        "steps": solver.time_step,
+        "steps": solver.steps_timed,  # computed by this solver (not since step 0: resumed)
+        "time_step": solver.time_step,
         "compute_seconds": round(solver.compute_seconds, 6),
         "results_seconds": round(solver.results_seconds, 6),
         "mlups": round(rate, 3),

@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from thelma_py import checkpoints, divergence, parallel, run_figures
+from thelma_py import checkpoints, divergence, memory, parallel, run_figures
 from thelma_py.backend import Backend, dtype_of, select_backend
 from thelma_py.compute import ComputeEngine, ComputePlugin
 from thelma_py.divergence import DivergenceError
@@ -132,7 +132,9 @@ class Solver:
             self.rank_box, self.tags, self.engine = parallel.build_rank(
                 comm, self.geometry, self.lattice, self.compute, self.backend, self.dtype,
                 self.decomposition)
-        else:
+        else:  # nothing large is allocated before the estimate says it fits
+            memory.check_fits(self.lattice, self.geometry.shape, self.compute, self.backend,
+                              self.dtype)
             self.tags = self.geometry.evaluate(self.lattice)
             self.engine = self.compute.create(self.lattice, self.tags, self.backend, self.dtype)
         box = self.rank_box

@@ -19,6 +19,11 @@ MACH_WARN = 0.1
 MACH_LIMIT = 0.3
 
 
+STABILITY_ADVICE = "lower the lattice velocity or raise the resolution"
+"""What helps any scheme that goes unstable; compute plug-ins add their own
+(``stability_advice()``)."""
+
+
 class UnstableParameters(ValueError):
     """The requested lattice parameters cannot give a stable or meaningful run."""
 
@@ -48,6 +53,10 @@ class RelaxationTime:
     @property
     def omega(self) -> float:
         return 1.0 / self.tau
+
+    def stability_advice(self) -> str:
+        """What to change when a run with these parameters goes unstable (for messages)."""
+        return STABILITY_ADVICE
 
 
 @attrs.frozen
@@ -87,9 +96,10 @@ def check_tau(tau: float) -> None:
         raise UnstableParameters(
             f"relaxation time tau = {tau:.6g} must exceed 0.5 (viscosity must be positive): "
             "raise the resolution or the lattice velocity, or lower the Reynolds number")
-    if tau < 0.502:
-        warnings.warn(f"tau = {tau:.5f} is very close to 0.5: BGK is likely to be unstable; "
-                      "use collision='mrt' or 'trt', or a finer lattice", stacklevel=3)
+    if tau < 0.502:  # the scheme is not known here: advice that holds for every one
+        warnings.warn(f"tau = {tau:.5f} is very close to 0.5: the run may go unstable; a finer "
+                      "lattice (tau grows with it at a fixed Reynolds number and lattice "
+                      "velocity) or a lower Reynolds number moves tau away", stacklevel=3)
 
 
 def from_reynolds(reynolds: float, length_nodes: float, lattice_velocity: float = 0.05

@@ -408,4 +408,7 @@ class VtkWriter(Results):
         return {"written": [list(entry) for entry in self.written]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.written = [(int(step), str(name)) for step, name in state.get("written", [])]
+        """The files a checkpoint listed that are in this writer's directory: a run resumed
+        into another directory (or after files were removed) lists none it cannot show."""
+        self.written = [(int(step), str(name)) for step, name in state.get("written", [])
+                        if (self.path / str(name)).is_file()]

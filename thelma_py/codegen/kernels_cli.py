@@ -23,13 +23,15 @@ def _value(text: str):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("compute", help="compute plug-in name (see 'thelma list')")
-    parser.add_argument("--lattice", default="D3Q19")
-    parser.add_argument("--precision", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--lattice", default="D3Q19", help="velocity set: D2Q9, D3Q19, D3Q27")
+    parser.add_argument("--precision", default="float32", choices=["float32", "float64"],
+                        help="floating-point type of the kernels")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                        help="plug-in parameters (nu defaults to 0.1)")
+                        help="plug-in parameters (default: the plug-in's, with nu = 0.1)")
     parser.add_argument("--static-walls", action="store_true",
                         help="the variant for geometries whose walls are all at rest")
-    parser.add_argument("--out", type=Path, default=None, help="write the source to this file")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the source to this file (default: print it)")
 
 
 def run(args: argparse.Namespace) -> int:

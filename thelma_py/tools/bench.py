@@ -1,4 +1,4 @@
-"""``thelma bench``: MLUPS against the device's own measured copy bandwidth.
+"""``thelma bench``: MLUPS of CUDA kernels against the GPU's own measured copy bandwidth.
 
 Each configuration is timed with CUDA events over several repeats of K steps after a warm-up,
 and reported with the bytes one node update must move (2 Q × sizeof(real) for LBM), the
@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 
 from thelma_py import registry
-from thelma_py.backend import select_backend
+from thelma_py.backend import gpu_available, gpu_unavailable_reason, select_backend
 from thelma_py.geometry import domain
 from thelma_py.lattice import lattice_by_name
 
@@ -317,12 +317,18 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compute", type=_words, default=["lbm"],
                         help="compute plug-ins, e.g. lbm,lwacm,lwacm-fused")
-    parser.add_argument("--lattice", type=_words, default=["D3Q19"])
-    parser.add_argument("--collision", type=_words, default=["bgk", "mrt"])
-    parser.add_argument("--precision", type=_words, default=["float32", "float64"])
-    parser.add_argument("--streaming", type=_words, default=["pull", "aa"])
-    parser.add_argument("--sizes", type=_ints, default=[128, 256, 384])
-    parser.add_argument("--cases", type=_words, default=["periodic", "cavity"])
+    parser.add_argument("--lattice", type=_words, default=["D3Q19"],
+                        help="lattices to sweep, e.g. D3Q19,D3Q27")
+    parser.add_argument("--collision", type=_words, default=["bgk", "mrt"],
+                        help="lbm collision models to sweep: bgk,trt,mrt")
+    parser.add_argument("--precision", type=_words, default=["float32", "float64"],
+                        help="precisions to sweep")
+    parser.add_argument("--streaming", type=_words, default=["pull", "aa"],
+                        help="lbm streaming schemes to sweep: pull,push,aa")
+    parser.add_argument("--sizes", type=_ints, default=[128, 256, 384],
+                        help="edge lengths of the cubic domains to sweep")
+    parser.add_argument("--cases", type=_words, default=["periodic", "cavity"],
+                        help=f"domains to sweep: {','.join(CASES)}")
     parser.add_argument("--block-sizes", type=_ints, default=[128],
                         help="thread-block sizes along x to sweep, e.g. 32,64,128,256")
     parser.add_argument("--min-blocks", type=_ints, default=[0],
@@ -336,21 +342,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 fp32, in-place)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,
-                        help="with --largest: size the domain for this much memory (e.g. 80)")
+                        help="with --largest: size the domain for this much memory (e.g. 80; "
+                             "default: the free device memory)")
     parser.add_argument("--output-every", type=int, default=0,
                         help="also time VTK output every N steps (cavity, --sizes; 0: off)")
     parser.add_argument("--output-steps", type=int, default=1000,
                         help="with --output-every: steps per timed run")
     parser.add_argument("--output-compression", type=_words, default=["zlib", "none"],
                         help="with --output-every: zlib,none")
-    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write the results here (default: the table on stdout only)")
     parser.add_argument("--report", type=Path, default=None,
-                        help="print a results JSON file as a Markdown table (no GPU needed)")
+                        help="print a results JSON file as a Markdown table, no GPU needed "
+                             "(default: run the benchmarks)")
     parser.add_argument("--ranks", action="store_true",
                         help="multi-GPU scaling under mpiexec, one rank per GPU (runs the first "
                              "--cases/--precision/--collision/--streaming entry; see "
                              "thelma_py.tools.bench_ranks)")
-    parser.add_argument("--scaling", default="weak", help="with --ranks: weak or strong")
+    parser.add_argument("--scaling", default="weak", choices=("weak", "strong"),
+                        help="with --ranks: size^3 per GPU (weak) or in all (strong)")
     parser.add_argument("--size", type=int, default=384,
                         help="with --ranks: nodes per edge, size^3 per GPU (weak) or in all "
                              "(strong)")
@@ -366,6 +376,10 @@ def run(args: argparse.Namespace) -> int:
         from thelma_py.tools.bench_ranks import scaling_run
 
         return scaling_run(args)
+    if not gpu_available():  # the bench times CUDA kernels: no --device, no CPU fallback
+        raise RuntimeError(f"thelma bench times CUDA kernels and needs a GPU, but "
+                           f"{gpu_unavailable_reason()}; on the CPU, `thelma run CASE --device "
+                           "cpu` prints the MLUPS of a case")
     backend = select_backend("cuda")
     cp = backend.xp
     env = environment(cp)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -19,6 +20,9 @@ import os
 import re
 import sys
 import time
+import types
+import typing
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -27,7 +31,8 @@ from typing import NamedTuple
 
 import thelma_py
 from thelma_py.lattice import LATTICES, lattice_by_name
-from thelma_py.registry import KINDS, PluginParameterError, describe
+from thelma_py.registry import KINDS, PluginParameterError, available, describe
+from thelma_py.registry import parameters as plugin_parameters
 
 
 class CliError(Exception):
@@ -43,8 +48,124 @@ class Command(NamedTuple):
 
 
 # -- run ---------------------------------------------------------------------------------------
-def parse_assignment(text: str) -> tuple[str, object]:
-    """``key=value`` -> (key, value); the value is a Python literal if it parses as one.
+_BOOLS = {
+    "true": True,
+    "false": False,
+    "yes": True,
+    "no": False,
+    "on": True,
+    "off": False,
+    "1": True,
+    "0": False,
+}
+
+
+def _literal(text: str) -> object:
+    """A Python literal if ``text`` parses as one, else the text itself."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def type_text(expected: object) -> str:
+    """How an expected type reads in a message: ``int``, ``tuple[float, ...]``, ``one of 'a',
+    'b'``."""
+    if typing.get_origin(expected) is typing.Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(expected)))
+    if isinstance(expected, type) and not typing.get_args(expected):
+        return expected.__name__
+    return str(expected).replace("typing.", "")
+
+
+def convert_value(text: str, expected: object = typing.Any) -> object:
+    """``text`` (a --set value) as a value of the type ``expected`` (an annotation).
+
+    bool takes true/false, yes/no, on/off, 1/0; int refuses 12.5; float takes any number;
+    str takes the text (quotes optional); tuples and lists take Python or comma-separated
+    literals and convert their items; ``X | None`` takes ``None``; ``typing.Any`` (nothing
+    known) takes a Python literal or else the text. ValueError when ``text`` is not such a
+    value.
+
+    >>> convert_value("12", float), convert_value("0.1, 0", tuple[float, ...])
+    (12.0, (0.1, 0.0))
+    """
+    text = text.strip()
+    origin, args = typing.get_origin(expected), typing.get_args(expected)
+    if expected in (typing.Any, object):
+        return _literal(text)
+    if origin in (typing.Union, types.UnionType):
+        if type(None) in args and text in ("None", "none"):
+            return None
+        for option in args:
+            if option is not type(None):
+                with contextlib.suppress(ValueError):
+                    return convert_value(text, option)
+        raise ValueError(text)
+    if origin is typing.Literal:
+        for option in args:
+            with contextlib.suppress(ValueError):
+                if convert_value(text, type(option)) == option:
+                    return option
+        raise ValueError(text)
+    value = _literal(text)
+    if expected is bool:
+        if text.lower() in _BOOLS:
+            return _BOOLS[text.lower()]
+    elif expected is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif expected is float:
+        with contextlib.suppress(ValueError):
+            return float(text)  # also 1e-3, inf, nan
+    elif expected is str:
+        return value if isinstance(value, str) else text
+    elif tuple in (origin, expected) or list in (origin, expected):
+        if isinstance(value, tuple | list):
+            items = [repr(item) for item in value]
+            if not args:
+                kinds = [typing.Any] * len(items)
+            elif origin is list or (len(args) == 2 and args[1] is Ellipsis):
+                kinds = [args[0]] * len(items)
+            elif len(args) == len(items):
+                kinds = list(args)
+            else:
+                raise ValueError(text)
+            container = origin or expected
+            return container(convert_value(i, k) for i, k in zip(items, kinds, strict=True))
+    elif isinstance(expected, type) and issubclass(expected, os.PathLike):
+        return expected(text)
+    elif isinstance(origin or expected, type):
+        if isinstance(value, origin or expected):
+            return value
+    else:  # an annotation this does not know: as for Any
+        return value
+    raise ValueError(text)
+
+
+def parameter_types(function: Callable) -> dict[str, object]:
+    """The expected type of each parameter of ``function``: its annotation (also when written
+    as a string), else the type of its default, else ``typing.Any``."""
+    namespace = getattr(function, "__globals__", {})
+    found = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        expected = parameter.annotation
+        if isinstance(expected, str):
+            try:
+                expected = eval(expected, namespace)  # what inspect's eval_str does
+            except Exception:  # a name the case does not import: use the default's type
+                expected = parameter.empty
+        if expected is parameter.empty:
+            default = parameter.default
+            unknown = default is parameter.empty or default is None
+            expected = typing.Any if unknown else type(default)
+        found[name] = expected
+    return found
+
+
+def parse_assignment(text: str, expected: object = typing.Any) -> tuple[str, object]:
+    """``key=value`` -> (key, value), the value converted to ``expected`` by
+    :func:`convert_value`; a wrong value names the key, the expected type and the value.
 
     >>> parse_assignment("n=64"), parse_assignment("collision=mrt")
     (('n', 64), ('collision', 'mrt'))
@@ -54,9 +175,12 @@ def parse_assignment(text: str) -> tuple[str, object]:
     if not sep or not key.isidentifier():
         raise CliError(f"--set expects key=value with a Python name as key, got {text!r}")
     try:
-        return key, ast.literal_eval(value.strip())
-    except (ValueError, SyntaxError):
-        return key, value
+        return key, convert_value(value, expected)
+    except ValueError:
+        value = value.strip()
+        raise CliError(
+            f"--set {key}={value}: {key} expects {type_text(expected)}, got {value!r}"
+        ) from None
 
 
 def load_case(path: str | Path) -> ModuleType:
@@ -73,7 +197,13 @@ def load_case(path: str | Path) -> ModuleType:
     folder = str(path.resolve().parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        sys.modules.pop(name, None)
+        raise CliError(
+            f"{error.filename or path}:{error.lineno}: {type(error).__name__}: {error.msg}"
+        ) from error
     if not callable(getattr(module, "build", None)):
         raise CliError(f"{path} defines no build(**parameters) function returning a Solver")
     return module
@@ -111,6 +241,28 @@ def check_build_parameters(build: Callable, kwargs: dict, case: str, set_keys=()
     raise CliError(f"{case}: {what}; build() parameters: {_signature_text(build)}")
 
 
+def check_compute_parameters(build: Callable, kwargs: dict, set_keys=()) -> None:
+    """Refuse --set keys that the case's compute plug-in would not receive.
+
+    When build() has a ``compute`` parameter naming a registered compute plug-in, a key that
+    other compute plug-ins take but the chosen one does not (``collision`` with
+    ``compute=lwacm-fused``) would be dropped without a word.
+    """
+    parameters = inspect.signature(build).parameters
+    chosen = kwargs.get("compute", getattr(parameters.get("compute"), "default", None))
+    plugins = available("compute")
+    if not isinstance(chosen, str) or chosen not in plugins:
+        return
+    own = list(plugin_parameters(plugins[chosen]))
+    for key in set_keys:
+        takers = [name for name, factory in plugins.items() if key in plugin_parameters(factory)]
+        if takers and key not in own:
+            raise CliError(
+                f"--set {key}: the compute plug-in {chosen!r} takes no {key!r} (taken by "
+                f"{', '.join(takers)}); its parameters: {', '.join(own)}"
+            )
+
+
 def _finite(value):
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
@@ -138,7 +290,9 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("float32", "float64"),
         help="floating-point precision of the run (default: the case's)",
     )
-    parser.add_argument("--out", type=Path, help="write VTK files, a .pvd and summary.json here")
+    parser.add_argument(
+        "--out", type=Path, help="write VTK files, a .pvd and summary.json here (default: none)"
+    )
     parser.add_argument(
         "--every", type=int, help="VTK output every N steps (default: the last step only)"
     )
@@ -148,24 +302,29 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a build() parameter; may be repeated",
+        help="a build() parameter, converted to its type; may be repeated (default: the "
+        "build() defaults)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no solver listing")
     parser.add_argument(
         "--checkpoint",
         type=Path,
         metavar="DIR",
-        help="write checkpoints here (every --checkpoint-every steps, and on SIGINT/SIGTERM)",
+        help="write checkpoints here (every --checkpoint-every steps, and on SIGINT/SIGTERM; "
+        "default: none)",
     )
     parser.add_argument(
-        "--checkpoint-every", type=int, metavar="N", help="steps between checkpoints"
+        "--checkpoint-every",
+        type=int,
+        metavar="N",
+        help="steps between checkpoints (default: the last step only)",
     )
     parser.add_argument(
         "--resume",
         type=Path,
         metavar="DIR",
         help="continue from a checkpoint (a checkpoint directory or a --checkpoint root); "
-        "--steps is then the final step, not a number of further steps",
+        "--steps is then the final step, not a number of further steps (default: step 0)",
     )
     parser.add_argument(
         "--decomp",
@@ -176,13 +335,15 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-velocity",
         type=float,
         metavar="U",
-        help="stop with an error where |u| exceeds U (checked with the NaN check)",
+        help="stop with an error where |u| exceeds U (checked with the NaN check; default: no "
+        "bound)",
     )
     parser.add_argument(
         "--timings",
         type=int,
         metavar="N",
-        help="record the step time every N steps and print its mean, spread and dominant period",
+        help="record the step time every N steps and print its mean, spread and dominant "
+        "period (default: off)",
     )
 
 
@@ -191,7 +352,11 @@ def _run(args: argparse.Namespace) -> int:
     from thelma_py.solver import Solver
 
     case = load_case(args.case)
-    assignments = dict(parse_assignment(text) for text in args.assignments)
+    expected = parameter_types(case.build)
+    assignments = dict(
+        parse_assignment(text, expected.get(text.partition("=")[0].strip(), typing.Any))
+        for text in args.assignments
+    )
     for reserved in ("device", "precision"):
         if reserved in assignments:
             raise CliError(f"set {reserved} with --{reserved}, not --set")
@@ -200,6 +365,7 @@ def _run(args: argparse.Namespace) -> int:
         kwargs["precision"] = args.precision
     kwargs.update(assignments)
     check_build_parameters(case.build, kwargs, args.case, set_keys=assignments)
+    check_compute_parameters(case.build, kwargs, set_keys=assignments)
 
     steps = args.steps if args.steps is not None else getattr(case, "DEFAULT_STEPS", None)
     if steps is None:
@@ -237,7 +403,10 @@ def _run(args: argparse.Namespace) -> int:
             every = thelma_py.Every(args.every)
         else:  # the last step only (or the initial field when no step is run)
             every = thelma_py.Every(steps, at_start=False) if steps else thelma_py.Every(1)
-        solver.results.append(thelma_py.plugin("results", "vtk", path=args.out, every=every))
+        vtk = thelma_py.plugin("results", "vtk", path=args.out, every=every)
+        solver.results.append(vtk)
+    else:
+        vtk = None
     if args.checkpoint is not None:
         every = args.checkpoint_every or max(steps, 1)
         solver.results.append(
@@ -254,60 +423,97 @@ def _run(args: argparse.Namespace) -> int:
             )
         print(f"resumed    from step {resumed} ({args.resume})", flush=True)
         steps -= resumed
+    else:
+        resumed = None
     if not args.quiet:
         solver.results.append(thelma_py.plugin("results", "progress"))
         print(solver, flush=True)
 
     start = time.perf_counter()
-    interrupted = None
+    failure = None  # what ended the run early: a signal, a divergence, another error
     try:
         solver.run(steps)
-    except KeyboardInterrupt as error:
-        interrupted = error
-    finally:
-        solver.finish()
+    except (KeyboardInterrupt, Exception) as error:  # the records below are written anyway
+        failure = error
+    failure = close_run(solver, vtk, failure)
     wall = time.perf_counter() - start
-    if interrupted is not None:
-        print(f"thelma run: {str(interrupted) or 'interrupted'}", file=sys.stderr, flush=True)
+    interrupted = isinstance(failure, KeyboardInterrupt)
+    if interrupted:
+        print(f"thelma run: {str(failure) or 'interrupted'}", file=sys.stderr, flush=True)
 
     done = solver.steps_timed
     summary = {
         "case": str(args.case),
         "parameters": {key: _json_ready(value) for key, value in kwargs.items()},
         **solver.summary(),
+        "resumed_from": resumed,
         "build_seconds": round(build_seconds, 6),
         "wall_seconds": round(wall, 6),
         "wall_mlups": round(solver.node_count * done / wall / 1e6, 3) if wall > 0 else None,
-        "interrupted": interrupted is not None,
+        "interrupted": interrupted,
+        "error": None if failure is None or interrupted else f"{type(failure).__name__}: {failure}",
         "output": None if args.out is None else str(args.out),
     }
     summary = {key: _finite(value) for key, value in summary.items()}
-    if not lead:
-        return 0 if interrupted is None else 130
+    if lead:
+        _report_run(case, solver, kwargs, summary, args.out, failure)
+    if failure is not None and not interrupted:
+        raise failure  # one line on stderr (main), after the records
+    if not interrupted:
+        return 0
+    return 143 if getattr(failure, "signal_name", "") == "SIGTERM" else 130
+
+
+def close_run(solver, vtk, failure: BaseException | None) -> BaseException | None:
+    """Let the results plug-ins close their files whatever ended the run. After a divergence
+    (which every rank sees) the fields of the step it was found at are written too, so that
+    the ``.pvd`` shows it. Returns the exception to report: ``failure``, else one raised by
+    the plug-ins' ``finish``."""
+    from thelma_py.solver import DivergenceError
+
+    if (
+        isinstance(failure, DivergenceError)
+        and vtk is not None
+        and solver.time_step not in {step for step, _ in vtk.written}
+    ):
+        with contextlib.suppress(Exception):  # best effort: the divergence is what is reported
+            vtk(solver)
+    try:
+        solver.finish()
+    except Exception as error:
+        return failure or error
+    return failure
+
+
+def _report_run(
+    case, solver, kwargs: dict, summary: dict, out: Path | None, failure: BaseException | None
+) -> None:
+    """Print the run's figures and write ``summary.json`` (the lead rank)."""
     mlups = "n/a" if summary["mlups"] is None else f"{summary['mlups']:.2f}"
+    span = (
+        f" (step {summary['resumed_from']} to {summary['time_step']})"
+        if summary["resumed_from"] is not None
+        else ""
+    )
+    ended = "" if failure is None else " (interrupted)" if summary["interrupted"] else " (failed)"
     print(
-        f"steps      {summary['steps']}{' (interrupted)' if interrupted is not None else ''}"
+        f"steps      {summary['steps']}{span}{ended}"
         f"{'  ' + summary['stopped'] if summary['stopped'] else ''}\n"
-        f"wall time  {wall:.3f} s (build {build_seconds:.3f} s)\n"
+        f"wall time  {summary['wall_seconds']:.3f} s (build {summary['build_seconds']:.3f} s)\n"
         f"MLUPS      {mlups} (compute), {summary['wall_mlups']} (wall)\n"
         f"backend    {summary['backend']}, {summary['precision']}"
     )
     report = getattr(case, "report", None)
-    if report is not None and interrupted is None and solver.rank_box is None:
+    if report is not None and failure is None and solver.rank_box is None:
         bound = inspect.signature(case.build).bind_partial(**kwargs)
         bound.apply_defaults()
         summary["report"] = report(solver, **bound.arguments)
         print(f"report     {summary['report']}")
-    if args.out is not None:
-        from thelma_py.modules.results.files import atomic_write_text
+    if out is not None:
+        from thelma_py.files import atomic_write_text
 
-        atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
-        print(
-            f"output     {args.out / 'fields.pvd'} (open in ParaView), {args.out / 'summary.json'}"
-        )
-    if interrupted is None:
-        return 0
-    return 143 if getattr(interrupted, "signal_name", "") == "SIGTERM" else 130
+        atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+        print(f"output     {out / 'fields.pvd'} (open in ParaView), {out / 'summary.json'}")
 
 
 def run_case(path: str | Path, argv: list[str] | None = None) -> int:
@@ -317,7 +523,7 @@ def run_case(path: str | Path, argv: list[str] | None = None) -> int:
 
 # -- list --------------------------------------------------------------------------------------
 def _list_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", nargs="?", choices=KINDS, help="only this kind")
+    parser.add_argument("kind", nargs="?", choices=KINDS, help="only this kind (default: all)")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -338,14 +544,15 @@ def _lattice_name(text: str) -> str:
 
 def _info_arguments(parser: argparse.ArgumentParser) -> None:
     topics = parser.add_subparsers(dest="topic", required=True, metavar="TOPIC")
-    tags = topics.add_parser("tags", help="bit layout of the node tag word")
+    nested = {"parents": [common_options()], "formatter_class": HelpFormatter}
+    tags = topics.add_parser("tags", help="bit layout of the node tag word", **nested)
     tags.add_argument(
         "--lattice",
         type=_lattice_name,
         default="D3Q19",
-        help=f"one of {', '.join(LATTICES)} (default: D3Q19)",
+        help=f"one of {', '.join(LATTICES)}",
     )
-    lattice = topics.add_parser("lattice", help="velocities, weights and opposites")
+    lattice = topics.add_parser("lattice", help="velocities, weights and opposites", **nested)
     lattice.add_argument("name", type=_lattice_name, help=", ".join(LATTICES))
 
 
@@ -432,11 +639,39 @@ def optional_commands() -> dict[str, Command]:
     return found
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Ends every option's help with its default, unless the help already speaks of it (flags
+    and options without a default say in words what happens without them)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        unset = any(default is v for v in (None, False, argparse.SUPPRESS))  # 0 is a default
+        empty = isinstance(default, list | tuple) and not default
+        if "default" in text or unset or empty or not action.option_strings:
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})"
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every sub-command takes after its name as well (``thelma run ... --traceback``)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--traceback",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the full traceback of an error",
+    )
+    return common
+
+
 def build_parser(commands: dict[str, Command]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="thelma",
         description="thelma-py: TheLMA-style LBM and LW-ACM solvers "
         "(NumPy reference, CuPy on NVIDIA GPUs).",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=thelma_py.__version__)
     parser.add_argument(
@@ -444,7 +679,13 @@ def build_parser(commands: dict[str, Command]) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, entry in commands.items():
-        child = sub.add_parser(name, help=entry.help, description=entry.help)
+        child = sub.add_parser(
+            name,
+            help=entry.help,
+            description=entry.help,
+            parents=[common_options()],
+            formatter_class=HelpFormatter,
+        )
         entry.add_arguments(child)
         child.set_defaults(handler=entry.handler)
     return parser
@@ -465,6 +706,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``thelma`` console script; returns the exit status."""
     parser = build_parser({**COMMANDS, **optional_commands()})
     args = parser.parse_args(argv)
+    formatwarning = warnings.formatwarning
+    if not args.traceback:  # a warning is one line too, without the source line
+        warnings.formatwarning = lambda message, category, *_, **__: (
+            f"thelma {args.command}: warning: {message}\n"
+        )
     try:
         return int(args.handler(args) or 0)
     except BrokenPipeError:  # `thelma list | head`: the reader left; say nothing more
@@ -476,3 +722,5 @@ def main(argv: list[str] | None = None) -> int:
         label = "" if isinstance(error, CliError) else f"{type(error).__name__}: "
         print(f"thelma {args.command}: error: {label}{error}", file=sys.stderr)
         return 2 if isinstance(error, CliError) else 1
+    finally:
+        warnings.formatwarning = formatwarning

@@ -33,9 +33,14 @@ from thelma_py.modules.compute.lbm.sparse import STORAGES
 from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.tags import TagLayout
 from thelma_py.units import RelaxationTime
 
 STREAMING = ("pull", "push", "aa")
+MAX_TAU = 50.0
+"""Above this relaxation time the scheme is inaccurate: :meth:`Lbm.check` refuses it when the
+engine is built, after the solver has checked that the domain fits in memory (a domain too
+large for the machine is the first thing to hear about)."""
 
 
 def _check_cuda_options(instance, attribute, value):
@@ -73,6 +78,23 @@ class Lbm(RelaxationTime):
         """The model's second run-time rate (TRT's ω⁻)."""
         return self.collision.omega_minus(self.omega)
 
+    def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int | None:
+        """Bytes the engine of :meth:`create` holds per lattice node, known before it is built
+        (None for sparse storage: per stored node, known once the tags are)."""
+        if self.storage == "sparse":
+            return None
+        real, tag = np.dtype(dtype).itemsize, TagLayout(lattice).dtype.itemsize
+        if backend.is_gpu:  # populations (AA: one copy in place), ρ, u and the tags
+            buffers = 1 if self.streaming == "aa" else 2
+            return (buffers * lattice.q + 1 + lattice.d) * real + tag
+        return 2 * lattice.q * real + tag  # NumPy: stream from one buffer into the other
+
+    def stability_advice(self) -> str:
+        """The generic advice, and a more robust collision model than the one in use."""
+        sturdier = {"bgk": "collision='mrt' (or 'trt')", "trt": "collision='mrt'"}
+        other = sturdier.get(self.collision) if isinstance(self.collision, str) else None
+        return super().stability_advice() + (f", or use {other}" if other else "")
+
     def stored_velocity(self, u: list) -> list:
         """Velocity of the equilibrium stored for an initial u: with a body force the
         post-collision state carries u + g/2, so that the reported velocity is u."""
@@ -105,6 +127,10 @@ class Lbm(RelaxationTime):
             interpolated=interpolated))
 
     def check(self, lattice: Lattice) -> None:
+        if self.tau > MAX_TAU:
+            raise ValueError(f"nu = {self.nu} gives tau = {self.tau:.1f}; above {MAX_TAU:.0f} "
+                             "the scheme is inaccurate. Lower nu = U N / Re: a smaller lattice "
+                             "velocity U or fewer nodes N per length.")
         if self.force is not None and len(self.force) != lattice.d:
             raise ValueError(f"force needs {lattice.d} components for {lattice.name}, "
                              f"got {self.force}")
@@ -163,8 +189,7 @@ class NumpyLbm(ComputeEngine):
 
     @property
     def memory_bytes_per_node(self) -> int:
-        # two population buffers (stream from one into the other, then swap) and the tags
-        return 2 * self.lattice.q * self.dtype.itemsize + self.tags.tags.itemsize
+        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
     def initialize(self, rho, u) -> None:
         rho = np.asarray(rho, dtype=self.dtype)

@@ -87,9 +87,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     def memory_bytes_per_node(self) -> int:
         """Per node: populations, ρ, u and the tag (the open-boundary values, one row of 4
         reals per node of each open face plane, are not counted: a plane, not a volume)."""
-        buffers = 1 if self.params.streaming == "aa" else 2
-        return ((buffers * self.lattice.q + 1 + self.lattice.d) * self.dtype.itemsize
-                + self.tags.tags.itemsize)
+        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
     # -- state -------------------------------------------------------------------------------
     def _set_canonical(self, f_post) -> None:

@@ -29,7 +29,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
-from thelma_py.tags import NodeKind
+from thelma_py.tags import NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
 
 MAX_NU = 1.0 / 6.0
@@ -41,8 +41,8 @@ def _check_lwacm_nu(instance, attribute, value):
     check_nu(instance, attribute, value)
     if value > MAX_NU * (1.0 + 1e-12):
         raise ValueError(f"nu = {value} gives omega = {1.0 / (3.0 * value + 0.5):.3f}; LW-ACM is "
-                         f"stable only for omega >= 1, i.e. nu <= 1/6. Use a larger lattice "
-                         "velocity or a finer lattice to lower nu.")
+                         f"stable only for omega >= 1, i.e. nu <= 1/6. Lower nu = U N / Re: a "
+                         "smaller lattice velocity U or fewer nodes N per length.")
 
 
 @attrs.frozen(kw_only=True)
@@ -56,6 +56,21 @@ class LwacmParameters(RelaxationTime):
     """Kinematic viscosity; ν = (1/ω − ½)/3, i.e. τ = 1/ω = 3ν + ½."""
     force: tuple | None = attrs.field(default=None, converter=force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]): u(t+1) = Σ c_i f_i / ρ + g."""
+
+    def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int:
+        """Bytes the engine of :meth:`create` holds per lattice node, known before it is
+        built: the two-step f* buffers and j, or the single step's two record buffers (on the
+        GPU padded to 4 reals), and the tags."""
+        real, tag = np.dtype(dtype).itemsize, TagLayout(lattice).dtype.itemsize
+        if not self.fused:
+            from thelma_py.modules.compute.lwacm.reference import two_step_memory
+
+            return two_step_memory(lattice, real, tag)
+        return (8 if backend.is_gpu else 2 * (1 + lattice.d)) * real + tag
+
+    def stability_advice(self) -> str:
+        """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme."""
+        return super().stability_advice() + ", or use compute 'lbm' with collision='mrt'"
 
     @property
     def kappa(self) -> float:

@@ -209,8 +209,7 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
 
     @property
     def memory_bytes_per_node(self) -> int:
-        # two record buffers and the tags
-        return 8 * self.dtype.itemsize + self.tags.tags.itemsize
+        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
     def _set(self, rho, u) -> None:
         """Both record buffers from ρ (S) and u (D arrays of S; broadcast views will do: no

@@ -229,7 +229,7 @@ class NumpyLwacmFused(_NumpyBase):
 
     @property
     def memory_bytes_per_node(self) -> int:
-        return 2 * (1 + self.lattice.d) * self.dtype.itemsize + self.tags.tags.itemsize
+        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)

@@ -3,11 +3,15 @@ list the valid choices, and the record checkpoints keep."""
 
 from __future__ import annotations
 
+import re
+
 import attrs
 import pytest
 
+import thelma_py as tp
+from tests.lbm_setups import COLLISIONS
 from thelma_py.checkpoint_meta import differences
-from thelma_py.lattice import D3Q19, D3Q27
+from thelma_py.lattice import D2Q9, D3Q19, D3Q27
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.collision import (
     CollisionModel,
@@ -69,3 +73,21 @@ def test_the_checkpoint_record_names_the_model_and_its_parameters():
     other = attrs.asdict(Lbm(nu=0.1, collision="regularized"))
     assert "collision.name differs: checkpoint trt, run regularized" in differences(
         {"compute": record}, {"compute": other})
+
+
+@pytest.mark.parametrize("name", COLLISIONS)
+@pytest.mark.parametrize("lattice", [D2Q9, D3Q19, D3Q27], ids=lambda lat: lat.name)
+def test_a_model_refuses_a_lattice_it_cannot_run_on_when_the_solver_is_built(name, lattice):
+    """The (lattice, model) pairs the table-driven tests leave out are refused, with the
+    model's own reason, when the engine is built (MRT has no D3Q27 basis)."""
+    reason = collision_model(name).unsupported(lattice)
+    shape = (4,) * lattice.d
+    build = lambda: tp.compose(lattice.name, tp.geometry.periodic_box(shape),  # noqa: E731
+                               tp.plugin("compute", "lbm", nu=0.1, collision=name),
+                               device="cpu")
+    if reason is None:
+        assert build().time_step == 0
+    else:
+        with pytest.raises(ValueError, match=re.escape(reason)):
+            build()
+    assert (reason is None) == (name != "mrt" or lattice is not D3Q27)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import thelma_py
-from thelma_py.tools import validation
+from thelma_py.cases import reference as validation
 
 tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python >= 3.11")
 
@@ -61,7 +61,7 @@ def test_thelma_reference_overrides_the_packaged_tables(tmp_path):
         shutil.copy(validation.PACKAGED_REFERENCE / name, tmp_path / name)
     (tmp_path / TABLES[0]).write_text((tmp_path / TABLES[0]).read_text().replace(
         "0.5000,-0.20581", "0.5000,-0.5"))
-    code = ("from thelma_py.tools import validation as v; g = v.load_ghia(100); "
+    code = ("from thelma_py.cases import reference as v; g = v.load_ghia(100); "
             "print(v.REFERENCE, g['u'][g['y'] == 0.5][0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=_env(THELMA_REFERENCE=str(tmp_path)), check=True).stdout

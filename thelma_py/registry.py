@@ -127,9 +127,8 @@ def create(kind: str, name: str, **params):
         return factory(**params)
     except (TypeError, ValueError) as error:
         # attrs validators raise (message, attribute, expected, value), which prints as a tuple
-        if len(error.args) > 1 and isinstance(error.args[1], attrs.Attribute):
-            raise type(error)(f"{kind} plug-in {name!r}: {error.args[0]}") from error
-        raise
+        message = error.args[0] if error.args else str(error)
+        raise type(error)(f"{kind} plug-in {name!r}: {message}") from error
 
 
 def describe(kind: str) -> list[str]:

@@ -91,8 +91,7 @@ class Lbm(RelaxationTime):
 
     def stability_advice(self) -> str:
         """The generic advice, and a more robust collision model than the one in use."""
-        sturdier = {"bgk": "collision='mrt' (or 'trt')", "trt": "collision='mrt'"}
-        other = sturdier.get(self.collision) if isinstance(self.collision, str) else None
+        other = self.collision.sturdier
         return super().stability_advice() + (f", or use {other}" if other else "")
 
     def stored_velocity(self, u: list) -> list:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import attrs
 
@@ -64,6 +65,9 @@ class CollisionModel(abc.ABC):
                             default=attrs.Factory(lambda self: _registered_name(type(self)),
                                                   takes_self=True))
 
+    sturdier: ClassVar[str | None] = None
+    """A more robust model to suggest when a run with this one diverges (None: none)."""
+
     @abc.abstractmethod
     def relax(self, lattice: Lattice, g: Sequence, let: Callable, omega, omega_minus) -> list:
         """K g for non-equilibrium populations ``g`` (Σ g = 0, Σ c g = 0): a list of Q values,
@@ -74,7 +78,8 @@ class CollisionModel(abc.ABC):
         return omega
 
     def unsupported(self, lattice: Lattice) -> str | None:
-        """Why this model cannot run on ``lattice``, or None (tests skip with this reason)."""
+        """Why this model cannot run on ``lattice``, or None (the solver refuses the pair with
+        this reason)."""
         return None
 
     def check(self, lattice: Lattice) -> None:

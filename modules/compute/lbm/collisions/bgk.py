@@ -15,5 +15,7 @@ from thelma_py.modules.compute.lbm.collision import CollisionModel, register_col
 class Bgk(CollisionModel):
     """BGK: K = ω I. No parameters beyond the plug-in's ν."""
 
+    sturdier = "collision='mrt' (or 'trt', 'regularized')"
+
     def relax(self, lattice: Lattice, g: Sequence, let: Callable, omega, omega_minus) -> list:
         return [omega * gi for gi in g]

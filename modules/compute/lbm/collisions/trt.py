@@ -20,6 +20,8 @@ from thelma_py.modules.compute.lbm.collision import (
 class Trt(CollisionModel):
     """TRT: ω⁺ = 1/τ sets the viscosity; ω⁻ follows from the magic parameter Λ."""
 
+    sturdier = "collision='mrt'"
+
     magic: float = attrs.field(default=3.0 / 16.0, validator=attrs.validators.gt(0.0))
     """Λ = (1/ω⁺ − ½)(1/ω⁻ − ½); 3/16 puts halfway bounce-back walls exactly for Poiseuille,
     1/4 gives ω⁻ = 1 at ω⁺ = 1."""

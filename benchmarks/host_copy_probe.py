@@ -13,7 +13,7 @@ import cupy as cp
 from thelma_py import registry
 from thelma_py.host_copy import HostCopier
 from thelma_py.solver import compose
-from thelma_py.tools.bench import geometry_for
+from thelma_py.tools.bench_cases import geometry_for
 
 
 def main() -> None:

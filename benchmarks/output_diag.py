@@ -108,7 +108,7 @@ def pipeline(size: int, every: int, steps: int, directory: Path) -> dict:
     from thelma_py import registry
     from thelma_py.modules.results.vtk import VtkWriter
     from thelma_py.solver import compose
-    from thelma_py.tools.bench import geometry_for
+    from thelma_py.tools.bench_cases import geometry_for
 
     geometry = geometry_for("cavity", size, 3)
     out = {}

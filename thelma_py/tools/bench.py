@@ -10,14 +10,10 @@ driver, CuPy version, commit and date.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import functools
 import itertools
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,15 +24,7 @@ from thelma_py import registry
 from thelma_py.backend import gpu_available, gpu_unavailable_reason, select_backend
 from thelma_py.geometry import domain
 from thelma_py.lattice import lattice_by_name
-
-CASES = ("periodic", "cavity", "shell", "probe", "obstacles", "porous")
-"""periodic: fully periodic box; cavity: closed box, walls beyond the faces, moving lid;
-shell: the same box with a one-node solid shell stored in the lattice and a moving lid layer;
-probe: periodic box with one solid node (runs the wall-aware kernel with one flagged tile);
-obstacles: channel along the last axis (z, or y in 2D) with a Zou-He velocity inlet, a pressure
-outlet, walls beyond the other faces and a sphere (disc) of diameter size/4; porous: periodic
-box of random overlapping solid spheres at a given fluid fraction, MLUPS counted over fluid
-nodes (:mod:`thelma_py.tools.bench_porous`)."""
+from thelma_py.tools.bench_cases import CASES, environment, geometry_for, save
 
 
 @attrs.frozen
@@ -66,45 +54,6 @@ class BenchConfig:
         return (f"{self.lattice} {scheme} {self.precision} "
                 f"{self.case} {self.size}^{3 if self.lattice != 'D2Q9' else 2} b{self.block}"
                 f"{tuning}")
-
-
-def geometry_for(case: str, size: int, dim: int, fluid_fraction: float = 0.3
-                 ) -> domain.Geometry:
-    shape = (size,) * dim
-    if case == "porous":
-        from thelma_py.tools.bench_porous import porous_geometry
-
-        return porous_geometry(size, dim, fluid_fraction)
-    lid = (0.05, 0.0, 0.0)[:dim]
-    top = "+z" if dim == 3 else "+y"
-    if case == "periodic":
-        return domain.periodic_box(shape)
-    if case == "cavity":
-        return domain.cavity(shape, lid, lid_face=top)
-    if case == "probe":
-        geo = domain.periodic_box(shape)
-        geo.wall(domain.Box([size // 2] * dim, [size // 2] * dim))
-        return geo
-    if case == "obstacles":
-        from thelma_py.geometry.shapes import Sphere
-
-        # flow along the last axis: its faces hold whole warps of boundary nodes (on an x
-        # face every warp would hold one, and run the boundary function for it)
-        geo = domain.Geometry(shape)
-        flow = [0.0] * dim
-        flow[-1] = 0.05
-        geo.inlet(f"-{top[1]}", velocity=flow)
-        geo.outlet(top, rho=1.0)
-        geo.body(Sphere([size / 2 - 0.5] * (dim - 1) + [size / 4], size / 8))
-        return geo
-    if case == "shell":
-        geo = domain.Geometry(shape)
-        for face in domain.FACES[: 2 * dim]:
-            if face != top:
-                geo.wall(geo.face(face))
-        geo.wall(geo.face(top), velocity=lid)
-        return geo
-    raise ValueError(f"unknown bench case {case!r}; valid: {CASES}")
 
 
 def copy_bandwidth(cp, nbytes: int = 4 << 30, repeats: int = 10) -> float:
@@ -233,22 +182,6 @@ def largest_cube(cp, backend, cfg: BenchConfig, memory_limit: float | None = Non
     except Exception as error:  # report, do not hide: the figure is then an estimate only
         record.update(ran=False, error=f"{type(error).__name__}: {error}")
     return record
-
-
-def environment(cp) -> dict:
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    commit = os.environ.get("THELMA_COMMIT", "")  # a copy of a commit, run elsewhere
-    try:
-        commit = commit or subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-            cwd=Path(__file__).parent).stdout.strip()
-    except OSError:
-        commit = "unknown"
-    return {"device": name, "driver": cp.cuda.runtime.driverGetVersion(),
-            "runtime": cp.cuda.runtime.runtimeGetVersion(), "cupy": cp.__version__,
-            "python": platform.python_version(), "commit": commit or "unknown",
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
 def markdown_table(payload: dict) -> str:
@@ -449,17 +382,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(f"wrote {args.json}")
     return 0
-
-
-def save(path: Path | None, payload: dict) -> None:
-    """Write the results JSON atomically (after every configuration, so that a run cut short
-    keeps what it measured)."""
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1))
-    tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:

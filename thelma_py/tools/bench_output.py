@@ -53,7 +53,7 @@ def output_cost(size: int, every: int, steps: int, compression: str = "zlib",
     """MLUPS of a D3Q19 BGK fp32 cavity of ``size``³ with and without VTK every ``every``
     steps; files go to a temporary directory (removed afterwards) unless ``directory``."""
     from thelma_py.modules.results.vtk import VtkWriter
-    from thelma_py.tools.bench import geometry_for
+    from thelma_py.tools.bench_cases import geometry_for
 
     geometry = geometry_for("cavity", size, 3)
     compute = registry.create("compute", "lbm", nu=0.02)

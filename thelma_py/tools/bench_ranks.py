@@ -124,7 +124,7 @@ def scaling_run(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
     from thelma_py import parallel
-    from thelma_py.tools.bench import environment, save
+    from thelma_py.tools.bench_cases import environment, save
 
     comm = MPI.COMM_WORLD
     scaling, size = args.scaling, args.size

@@ -65,9 +65,10 @@ def lbm_sources() -> Iterator[tuple[str, str]]:
                     continue
                 if opt and (opened or curved or force):  # tuning: one per plain variant
                     continue
-                params = Lbm(nu=0.05, collision=collision, streaming=scheme, storage=storage,
-                             force=_force(lattice, force), cuda_options=options[opt],
-                             mrt_odd="magic" if force else "published")
+                model = collision if collision != "mrt" else {
+                    "name": "mrt", "odd": "magic" if force else "published"}
+                params = Lbm(nu=0.05, collision=model, streaming=scheme, storage=storage,
+                             force=_force(lattice, force), cuda_options=options[opt])
                 label = (f"lbm/{storage}/{lattice.name}/{precision}/{collision}/{scheme}/"
                          f"moving={int(moving)}/force={int(force)}/open={open_set}/"
                          f"curved={int(curved)}/opt={opt}")

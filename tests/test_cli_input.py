@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_cli import thelma
-from thelma_py.tools import cli
+from thelma_py.tools import case_input, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 CAVITY = str(ROOT / "cases" / "lid_driven_cavity.py")
@@ -81,7 +81,7 @@ def typed_case(tmp_path):
     ],
 )
 def test_values_are_converted_to_the_parameter_type(text, expected, value):
-    converted = cli.convert_value(text, expected)
+    converted = case_input.convert_value(text, expected)
     assert converted == value and type(converted) is type(value)
 
 
@@ -102,18 +102,18 @@ def test_values_are_converted_to_the_parameter_type(text, expected, value):
 )
 def test_wrong_values_are_refused(text, expected):
     with pytest.raises(ValueError):
-        cli.convert_value(text, expected)
+        case_input.convert_value(text, expected)
 
 
 def test_types_come_from_annotations_else_defaults(typed_case):
-    types = cli.parameter_types(cli.load_case(typed_case).build)  # string annotations
+    types = case_input.parameter_types(case_input.load_case(typed_case).build)  # string annotations
     assert types["n"] is int and types["lid"] == tuple[float, float]
     assert types["tag"] == int | None and types["untyped"] is int  # from the default 3
 
     def build(*, n=64, u=None, name: NoSuchName = "x"):  # noqa: F821
         return None
 
-    assert cli.parameter_types(build) == {"n": int, "u": typing.Any, "name": str}
+    assert case_input.parameter_types(build) == {"n": int, "u": typing.Any, "name": str}
 
 
 def test_set_values_reach_build_converted(typed_case):

@@ -41,6 +41,9 @@ def configs(*more: Iterable) -> list:
 
 
 CONFIGS = configs()
+COMBOS = [(lat, coll) for lat, coll in itertools.product(LATTICES, COLLISIONS)
+          if supported(lat, coll)]
+"""(lattice, model) pairs that run."""
 
 
 def duct_collision(name: str) -> CollisionModel:

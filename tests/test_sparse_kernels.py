@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.lbm_setups import COLLISIONS, LATTICES, OPEN_SETUPS, config, open_geometry
+from tests.lbm_setups import COMBOS, LATTICES, OPEN_SETUPS, open_geometry
 from tests.nvcc import compile_cubin
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.boundaries import rule
@@ -28,7 +28,7 @@ def open_kinds(lattice_name, setup):
     return open_geometry(lattice, setup).evaluate(lattice).open_kinds
 
 
-VARIANTS = [config(lat, coll, dtype, moving) for lat in LATTICES for coll in COLLISIONS
+VARIANTS = [(lat, coll, dtype, moving) for lat, coll in COMBOS
             for dtype, moving in (("float32", True), ("float64", False))]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -32,3 +33,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "nvcc" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture
+def host_gpu(monkeypatch):
+    """The CUDA engines on the CPU: cupy replaced by tests/host_cupy.py's stand-in, whose
+    backend the fixture gives."""
+    from tests import host_cupy
+    from thelma_py.modules.compute.lbm import cuda
+
+    monkeypatch.setitem(sys.modules, "cupy", host_cupy.module())
+    cuda._module.cache_clear()  # compiled modules are cached by source text: keep them apart
+    yield host_cupy.HostBackend()
+    cuda._module.cache_clear()

@@ -1,5 +1,5 @@
-"""A stand-in for the few CuPy calls the sparse and LW-ACM CUDA engines make, for machines
-without a GPU.
+"""A stand-in for the few CuPy calls the dense and sparse LBM and the LW-ACM CUDA engines make,
+for machines without a GPU.
 
 Arrays are NumPy arrays with a ``get()``; ``RawModule`` compiles the generated CUDA source as
 C++ for the host (CUDA keywords defined away) and runs every thread of a launch in turn. For
@@ -9,7 +9,9 @@ Python side (state layouts, launches, conversions) can be tested on the CPU. Ker
 shared memory and ``__syncthreads`` (the single-step LW-ACM) are told so by
 ``THELMA_HOST_THREADS``: there every thread stages whole planes itself, so a thread run alone
 sees the same shared values as in a block. Such blocks still run twice (a harmless repeat for
-two-buffer kernels, where a pass writes only ``dst``).
+two-buffer kernels, where a pass writes only ``dst``). Stream capture records the launches
+instead of running them, and the graph it returns replays them with the same arguments, as a
+CUDA graph does.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ using std::min;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __noinline__
 #define __launch_bounds__(...)
 #define __restrict__
 #define __shared__ static
@@ -43,6 +46,46 @@ static thread_index blockIdx, blockDim, threadIdx;
 """
 
 KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)')
+
+
+_CAPTURE: list | None = None
+"""Launches recorded by the stream being captured (None: launches run at once)."""
+
+
+class Stream:
+    """A stream whose capture records kernel launches into a :class:`Graph`."""
+
+    def __init__(self, non_blocking: bool = False, priority: int | None = None):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def begin_capture(self) -> None:
+        global _CAPTURE
+        _CAPTURE = []
+
+    def end_capture(self) -> Graph:
+        global _CAPTURE
+        graph, _CAPTURE = Graph(_CAPTURE), None
+        return graph
+
+    def synchronize(self) -> None:
+        pass
+
+
+class Graph:
+    """Captured launches, replayed in order by :meth:`launch`."""
+
+    def __init__(self, launches: list):
+        self.launches = launches
+
+    def launch(self, stream=None) -> None:
+        for launch in self.launches:
+            launch()
 
 
 class DeviceArray(np.ndarray):
@@ -107,6 +150,9 @@ class RawModule:
         launcher = getattr(self._lib, f"launch_{name}")
 
         def kernel(grid, block, args):
+            if _CAPTURE is not None:
+                _CAPTURE.append(lambda: kernel(grid, block, args))
+                return
             values = [ctypes.c_uint(int(v)) for v in (*grid, 1, 1, 1)[:3]]
             values += [ctypes.c_uint(int(v)) for v in (*block, 1, 1, 1)[:3]]
             for arg, pointer, integer in zip(args, pointers, ints, strict=True):
@@ -125,9 +171,9 @@ def module() -> types.ModuleType:
     cp.asarray = asarray
     cp.RawModule = RawModule
     for name in ("empty", "zeros", "ones", "full", "array", "where", "tensordot", "empty_like",
-                 "stack", "moveaxis", "ascontiguousarray"):
+                 "stack", "moveaxis", "ascontiguousarray", "roll"):
         setattr(cp, name, _wrap(getattr(np, name)))
-    cp.cuda = types.SimpleNamespace(get_current_stream=lambda: None)
+    cp.cuda = types.SimpleNamespace(get_current_stream=Stream, Stream=Stream)
     return cp
 
 

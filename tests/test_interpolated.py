@@ -66,6 +66,8 @@ def test_bouzidi_weights_reduce_to_halfway_and_keep_rest():
     np.testing.assert_allclose(w.sum(axis=0), 1.0, atol=1e-15)  # rest (f_i = f_ī) is kept
     np.testing.assert_array_equal(bouzidi_weights([0.5, np.nan, 0.2], [True, True, False]),
                                   [[1, 1, 1], [0, 0, 0], [0, 0, 0]])
+    # q >= 1/2 reads no node beyond x: it keeps its weights where that node is solid
+    np.testing.assert_array_equal(bouzidi_weights([1.0], [False]), [[0.5], [0], [0.5]])
     # a wall at q reflects the linear profile f(s) = s through the wall point: the value
     # arriving at x (s = 0) is what left from s = -2q along the mirrored link
     for qi, wi in zip(q, w.T, strict=True):

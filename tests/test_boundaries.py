@@ -100,6 +100,13 @@ def test_nebb_is_hecht_harting_for_d3q19():
         np.testing.assert_allclose(out[k[c]], value, rtol=1e-13)
 
 
+def test_face_normals_point_outwards_and_exist_in_the_lattice_dimension():
+    assert boundaries.face_normal(D3Q19, "-y").tolist() == [0, -1, 0]
+    assert boundaries.face_normal(D3Q19, "+x-z").tolist() == [1, 0, -1]  # an edge
+    with pytest.raises(ValueError, match="does not exist in 2D"):
+        boundaries.face_normal(D2Q9, "+z")
+
+
 def test_free_slip_sources_are_mirror_images():
     src = boundaries.free_slip_sources(D2Q9, (0, -1))  # wall below: missing c_y = +1
     c = [tuple(v) for v in D2Q9.c.tolist()]

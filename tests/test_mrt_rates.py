@@ -56,10 +56,11 @@ LATTICES = {"D2Q9": D2Q9, "D3Q19": D3Q19}
 CS2 = 1.0 / 3.0
 
 
-def mrt(nu: float, **rates) -> object:
-    """The LBM plug-in with MRT collision, ``rates`` overriding published rates by moment name.
-    The one place these tests set MRT rates: adapt it if the parameters change."""
-    return tp.plugin("compute", "lbm", nu=nu, collision="mrt", mrt_rates=rates)
+def mrt(nu: float, odd: str = "published", **rates) -> object:
+    """The LBM plug-in with MRT collision, ``rates`` overriding published rates by moment name;
+    ``odd='magic'`` relaxes the odd moments q and m at TRT's ω⁻ (Λ = 3/16, the default). The
+    one place these tests set MRT rates: adapt it if the parameters change."""
+    return tp.plugin("compute", "lbm", nu=nu, collision="mrt", mrt_rates=rates, mrt_odd=odd)
 
 
 def polynomial(lattice, function) -> np.ndarray:
@@ -116,14 +117,28 @@ def test_each_mrt_moment_relaxes_at_its_published_rate(lattice_name, name):
 
 @pytest.mark.parametrize("lattice_name", list(PUBLISHED))
 def test_a_rate_given_by_name_replaces_the_published_one(lattice_name):
-    """``mrt_rates={'e': 1.3}`` relaxes the energy moment at 1.3 and leaves the others at the
-    published rates."""
-    got = decay_per_step(lattice_name, "e", mrt(0.02, e=1.3), steps=2)
-    assert_ratios(got, [-0.3, 0.09])
-    name = "eps"
-    rate = PUBLISHED[lattice_name][name][1]
-    got = decay_per_step(lattice_name, name, mrt(0.02, e=1.3), steps=1)
-    assert_ratios(got, [1.0 - rate])
+    """``mrt_rates={'e': 1.3, 'eps': 1.0}`` relaxes those moments at 1.3 and 1.0 and leaves
+    the others at the published rates."""
+    compute = mrt(0.02, e=1.3, eps=1.0)
+    assert_ratios(decay_per_step(lattice_name, "e", compute, steps=2), [-0.3, 0.09])
+    assert_ratios(decay_per_step(lattice_name, "eps", compute, steps=1), [0.0])
+    got = decay_per_step(lattice_name, "qx", compute, steps=1)
+    assert_ratios(got, [1.0 - PUBLISHED[lattice_name]["qx"][1]])
+
+
+@pytest.mark.parametrize("lattice_name", list(PUBLISHED))
+def test_magic_odd_rates_relax_q_and_m_at_the_trt_odd_rate(lattice_name):
+    """``mrt_odd='magic'``: the energy fluxes q and (D3Q19) the third-order m relax at
+    ω⁻ = 1 / (Λ / (1/ω − ½) + ½) with Λ = 3/16 (Ginzburg & d'Humières 2003); the even
+    moments keep their published rates."""
+    nu, magic = 0.02, 3.0 / 16.0
+    omega = 1.0 / (3 * nu + 0.5)
+    omega_minus = 1.0 / (magic / (1.0 / omega - 0.5) + 0.5)
+    compute = mrt(nu, odd="magic")
+    for name, (_, rate) in PUBLISHED[lattice_name].items():
+        odd = name[0] in "qm"
+        expected = 1.0 - (omega_minus if odd else omega if rate is SHEAR else rate)
+        assert_ratios(decay_per_step(lattice_name, name, compute, steps=1), [expected])
 
 
 def longitudinal_viscosity(lattice_name: str, compute, length: int = 32) -> float:

@@ -72,7 +72,8 @@ MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
         "and not second_order"], None),
     "forces": ("modules/compute/lbm/forces.py", [
         "tests/test_forces.py", "tests/test_interpolated.py", EXACT, "-k",
-        "(momentum_balance or no_lift or newtonian or csv) and not schaefer"], None),
+        "(momentum_balance or no_lift or newtonian or csv or sub_boxes or carry) "
+        "and not schaefer"], None),
     "lwacm_rule": ("modules/compute/lwacm/rule.py", [
         "tests/test_lwacm_reference.py", "tests/test_lwacm_kernels.py",
         "tests/test_lwacm_validation.py::test_taylor_green_decay_rate",

@@ -46,6 +46,8 @@ PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", 
           "no:randomly", "-m", "not gpu and not slow and not nvcc"]
 
 EXACT = "tests/test_exact_solutions.py"
+OPEN_FACES = ("(test_boundaries or density or imposed_drop or free_slip) and not converges "
+              "and not square_duct and not mrt_square")
 MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
     "collision": ("modules/compute/lbm/collision.py", [
         "tests/test_lattice.py",
@@ -59,21 +61,19 @@ MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
         f"{EXACT}::test_free_slip_plane_is_the_centre_line_of_a_channel",
         "tests/test_lwacm_reference.py::test_body_force_accelerates_uniformly"], None),
     "boundaries": ("modules/compute/lbm/boundaries.py", [
-        EXACT, "tests/test_boundaries.py", "-k",
-        "(not test_exact_solutions or hold_the_density or imposed_drop or free_slip) "
-        "and not converges and not square_duct and not mrt_square"], None),
+        EXACT, "tests/test_boundaries.py", "-k", OPEN_FACES], None),
     "open_nodes": ("modules/compute/lbm/open_nodes.py", [
-        EXACT, "tests/test_boundaries.py", "-k",
-        "(not test_exact_solutions or hold_the_density or imposed_drop or free_slip) "
-        "and not converges and not square_duct and not mrt_square"], None),
+        EXACT, "tests/test_boundaries.py", "tests/test_interpolated.py", "-k",
+        f"({OPEN_FACES}) or fall_back"], None),
     "interpolated": ("modules/compute/lbm/interpolated.py", [
         "tests/test_interpolated.py", EXACT, "tests/test_dense_host_engine.py", "-k",
         "(test_interpolated or off_lattice or taylor_couette or curved) "
         "and not second_order"], None),
     "forces": ("modules/compute/lbm/forces.py", [
-        "tests/test_forces.py", "tests/test_interpolated.py", EXACT, "-k",
-        "(momentum_balance or no_lift or newtonian or csv or sub_boxes or carry) "
-        "and not schaefer"], None),
+        "tests/test_forces.py", "tests/test_interpolated.py", EXACT,
+        "tests/test_parallel_results.py", "-k",
+        "(momentum_balance or no_lift or newtonian or csv or sub_boxes or carry "
+        "or forces_profiles) and not schaefer"], None),
     "lwacm_rule": ("modules/compute/lwacm/rule.py", [
         "tests/test_lwacm_reference.py", "tests/test_lwacm_kernels.py",
         "tests/test_lwacm_validation.py::test_taylor_green_decay_rate",

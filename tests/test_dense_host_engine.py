@@ -33,6 +33,7 @@ def pair(backend, lattice_name, collision, geometry, scheme):
     ("D2Q9", "trt", "walled", "aa"), ("D2Q9", "trt", "zou-he", "pull"),
     ("D2Q9", "mrt", "equilibrium", "push"), ("D2Q9", "bgk", "neighbour", "push"),
     ("D2Q9", "mrt", "curved", "pull"), ("D2Q9", "bgk", "zou-he", "aa"),
+    ("D2Q9", "trt", "gap", "pull"), ("D3Q19", "bgk", "gap", "pull"),
     ("D3Q19", "mrt", "walled", "aa"), ("D3Q19", "trt", "zou-he", "push"),
     ("D3Q19", "bgk", "neighbour", "pull"), ("D3Q19", "trt", "curved", "pull"),
     ("D3Q19", "mrt", "equilibrium", "aa"), ("D3Q27", "bgk", "walled", "push")])

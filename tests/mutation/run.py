@@ -52,6 +52,8 @@ MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
     "collision": ("modules/compute/lbm/collision.py", [
         "tests/test_lattice.py",
         "tests/test_mrt_rates.py::test_each_mrt_moment_relaxes_at_its_published_rate",
+        "tests/test_mrt_rates.py::test_a_rate_given_by_name_replaces_the_published_one",
+        "tests/test_mrt_rates.py::test_magic_odd_rates_relax_q_and_m_at_the_trt_odd_rate",
         "tests/test_lbm_reference.py::test_moving_wall_term_at_the_lid_corner",
         "tests/test_lbm_reference.py::test_guo_force_adds_rho_g_momentum_per_step",
         "tests/test_lbm_reference.py::test_guo_force_uniform_acceleration_of_the_velocity",
@@ -67,7 +69,7 @@ MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
         f"({OPEN_FACES}) or fall_back"], None),
     "interpolated": ("modules/compute/lbm/interpolated.py", [
         "tests/test_interpolated.py", EXACT, "tests/test_dense_host_engine.py", "-k",
-        "(test_interpolated or off_lattice or taylor_couette or curved) "
+        "(test_interpolated or off_lattice or taylor_couette or curved or gap) "
         "and not second_order"], None),
     "forces": ("modules/compute/lbm/forces.py", [
         "tests/test_forces.py", "tests/test_interpolated.py", EXACT,

@@ -214,6 +214,21 @@ def test_couette_walls_feel_the_newtonian_shear_stress(walls):
     np.testing.assert_allclose(got[hi], [-shear, 2 * CS2], rtol=1e-12)
 
 
+def test_couette_walls_of_a_3d_box_feel_the_newtonian_shear_stress():
+    """D3Q19 TRT, walls beyond ±z moving at U_LO and U_HI along x, 2 x 2 columns: on each wall
+    tangential force ±ρ ν ΔU / H · 4 and normal force ∓ρ c_s² · 4, to rounding (1e-12)."""
+    nu, nz = 0.1, 6
+    geo = Geometry((2, 2, nz), periodic=(True, True, False))
+    lo = geo.edge("-z", velocity=(U_LO, 0.0, 0.0))
+    hi = geo.edge("+z", velocity=(U_HI, 0.0, 0.0))
+    solver = tp.compose("D3Q19", geo, lbm(nu), device="cpu")
+    solver.run(steady_steps(nz, nu))
+    got = forces(solver.engine)
+    shear = nu * (U_HI - U_LO) / nz * 4
+    np.testing.assert_allclose(got[lo], [shear, 0.0, -4 * CS2], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[hi], [-shear, 0.0, 4 * CS2], rtol=1e-12, atol=1e-14)
+
+
 # -- moving curved walls: interpolated bounce-back -----------------------------------------------
 @pytest.mark.parametrize(("normal", "collision", "q_lo", "q_hi"), [
     ("y", "bgk", 0.2, 0.8), ("y", "trt", 0.2, 0.8), ("y", "bgk", 0.45, 0.5),

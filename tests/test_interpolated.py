@@ -76,23 +76,25 @@ def test_bouzidi_weights_reduce_to_halfway_and_keep_rest():
 
 
 def test_near_links_fall_back_to_halfway_where_the_next_node_is_beyond_a_face():
-    """An interpolated slab 0.3 above the bottom row and 0.4 below the row y = 3 (walls beyond
-    ±y): the bottom row's cut links (q = 0.3) would read x + c_i beyond the −y face, so they
-    are halfway (1, 0, 0); the links of y = 3 (q = 0.4) read y = 4, the last row: (0.8, 0.2,
-    0). Weights to rounding of the bisected q (1e-11)."""
+    """Interpolated slabs 0.3 from the bottom and the top rows (walls beyond ±y) and 0.4 from
+    the rows y = 3 and 4 between them: the outer rows' cut links (q = 0.3) would read x + c_i
+    beyond a face, so they are halfway (1, 0, 0); the inner rows' links (q = 0.4) read the
+    other inner row: (0.8, 0.2, 0). Weights to rounding of the bisected q (1e-11)."""
     from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 
-    geo = Geometry((3, 5), periodic=(True, False))
+    geo = Geometry((3, 7), periodic=(True, False))
     geo.body(Box((-1, 0.3), (3, 2.6)), interpolated=True)
+    geo.body(Box((-1, 4.4), (3, 5.7)), interpolated=True)
     tags = geo.evaluate(D2Q9)
     curved = CurvedLinks(D2Q9, tags, np.float64)
     rows = np.unravel_index(curved.nodes, tags.tags.shape)[0]
     for i in curved.links:
         flat, _, weights, _ = curved.links[i]
         y = np.unravel_index(flat, tags.tags.shape)[0]
-        expected = np.where(y == 0, [[1.0], [0.0], [0.0]], [[0.8], [0.2], [0.0]])
+        outer = (y == 0) | (y == 6)
+        expected = np.where(outer, [[1.0], [0.0], [0.0]], [[0.8], [0.2], [0.0]])
         np.testing.assert_allclose(weights, expected, rtol=0, atol=1e-11)
-    assert set(rows) == {0, 3} and len(curved.links) == 6
+    assert set(rows) == {0, 3, 4, 6} and len(curved.links) == 6
 
 
 def channel_error(ny: int, interpolated: bool) -> float:

@@ -74,7 +74,7 @@ MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
     "forces": ("modules/compute/lbm/forces.py", [
         "tests/test_forces.py", "tests/test_interpolated.py", EXACT,
         "tests/test_parallel_results.py", "-k",
-        "(momentum_balance or no_lift or newtonian or csv or sub_boxes or carry "
+        "(momentum_balance or no_lift or shear_stress or csv or sub_boxes or carry "
         "or forces_profiles) and not schaefer"], None),
     "lwacm_rule": ("modules/compute/lwacm/rule.py", [
         "tests/test_lwacm_reference.py", "tests/test_lwacm_kernels.py",

@@ -1,29 +1,30 @@
-"""Hardware gating: tests marked ``gpu`` need a usable CUDA device, ``nvcc`` the CUDA compiler.
+"""Hardware gating: tests marked ``gpu`` need a usable CUDA device, ``gpus(n)`` n of them,
+``nvcc`` the CUDA compiler.
 
 Without the hardware they are skipped visibly (``-ra`` lists the reason). On the GPU CI job
-``THELMA_REQUIRE_GPU=1`` turns a missing device into an error, so a broken runner cannot pass by
-skipping everything.
+``THELMA_REQUIRE_GPU=1`` turns a missing device into an error, and a test that needs more
+devices than are visible (or MPI to start its ranks) into a failure, so a broken runner cannot
+pass by skipping (:mod:`tests.hardware`).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
+import sys
 
 import pytest
 
-from thelma_py.backend import gpu_available
+from tests import hardware
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: only selected gpu tests count
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gpu_items = [item for item in items if "gpu" in item.keywords]
-    if gpu_items and not gpu_available():
-        if os.environ.get("THELMA_REQUIRE_GPU") == "1":
+    if gpu_items and hardware.visible_gpus() == 0:
+        if hardware.required():
             raise pytest.UsageError(
-                "THELMA_REQUIRE_GPU=1 but no CUDA device is usable (cupy missing or no device): "
-                f"{len(gpu_items)} gpu test(s) would be skipped"
-            )
+                f"{hardware.REQUIRE}=1 but no CUDA device is usable (cupy missing or no "
+                f"device): {len(gpu_items)} gpu test(s) would be skipped")
         skip = pytest.mark.skip(reason="no usable CUDA device (cupy missing or no GPU)")
         for item in gpu_items:
             item.add_marker(skip)
@@ -32,3 +33,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "nvcc" in item.keywords:
                 item.add_marker(skip)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``gpus(n)``: at least n visible devices, else skip (or fail when required)."""
+    marker = item.get_closest_marker("gpus")
+    if marker is not None:
+        needed, visible = int(marker.args[0]), hardware.visible_gpus()
+        if visible < needed:
+            hardware.require_or_skip(f"needs {needed} GPUs, {visible} visible")
+
+
+@pytest.fixture
+def host_gpu(monkeypatch):
+    """The CUDA engines on the CPU: cupy replaced by tests/host_cupy.py's stand-in, whose
+    backend the fixture gives."""
+    from tests import host_cupy
+    from thelma_py.codegen.compile import compile_module
+
+    monkeypatch.setitem(sys.modules, "cupy", host_cupy.module())
+    compile_module.cache_clear()  # compiled modules are cached by source text: keep them apart
+    yield host_cupy.HostBackend()
+    compile_module.cache_clear()

@@ -11,7 +11,9 @@ shared memory and ``__syncthreads`` (the single-step LW-ACM) are told so by
 sees the same shared values as in a block. Such blocks still run twice (a harmless repeat for
 two-buffer kernels, where a pass writes only ``dst``). Streams and events run everything in
 the order it is enqueued (the distributed schedule's launches read no value another one of the
-same step writes, so that order is one the GPU may take).
+same step writes, so that order is one the GPU may take); stream capture records the launches
+instead of running them, and the graph it returns replays them with the same arguments, as a
+CUDA graph does.
 """
 
 from __future__ import annotations
@@ -46,6 +48,60 @@ static thread_index blockIdx, blockDim, threadIdx;
 """
 
 KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)')
+
+
+_CAPTURE: list | None = None
+"""Launches recorded by the stream being captured (None: launches run at once)."""
+
+
+class Event:
+    """A CUDA event whose work is always done (launches run when enqueued)."""
+
+    def __init__(self, disable_timing: bool = False):
+        pass
+
+
+class Stream:
+    """A CUDA stream that runs what is enqueued at once (``with stream:``, events, priority);
+    its capture records kernel launches into a :class:`Graph` instead."""
+
+    def __init__(self, non_blocking: bool = False, priority: int | None = None):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def record(self, event: Event | None = None) -> Event:
+        return event or Event()
+
+    def wait_event(self, event: Event) -> None:
+        pass
+
+    def begin_capture(self) -> None:
+        global _CAPTURE
+        _CAPTURE = []
+
+    def end_capture(self) -> Graph:
+        global _CAPTURE
+        graph, _CAPTURE = Graph(_CAPTURE), None
+        return graph
+
+    def synchronize(self) -> None:
+        pass
+
+
+class Graph:
+    """Captured launches, replayed in order by :meth:`launch`."""
+
+    def __init__(self, launches: list):
+        self.launches = launches
+
+    def launch(self, stream=None) -> None:
+        for launch in self.launches:
+            launch()
 
 
 class DeviceArray(np.ndarray):
@@ -110,6 +166,9 @@ class RawModule:
         launcher = getattr(self._lib, f"launch_{name}")
 
         def kernel(grid, block, args):
+            if _CAPTURE is not None:
+                _CAPTURE.append(lambda: kernel(grid, block, args))
+                return
             values = [ctypes.c_uint(int(v)) for v in (*grid, 1, 1, 1)[:3]]
             values += [ctypes.c_uint(int(v)) for v in (*block, 1, 1, 1)[:3]]
             for arg, pointer, integer in zip(args, pointers, ints, strict=True):
@@ -120,32 +179,6 @@ class RawModule:
                     values.append(ctypes.c_int(int(arg)) if integer else self._scalar(arg))
             launcher(*values)
         return kernel
-
-
-class Event:
-    """A CUDA event whose work is always done (launches run when enqueued)."""
-
-    def __init__(self, disable_timing: bool = False):
-        pass
-
-
-class Stream:
-    """A CUDA stream that runs what is enqueued at once: ``with stream:``, events, priority."""
-
-    def __init__(self, non_blocking: bool = False, priority: int = 0):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def record(self, event: Event | None = None) -> Event:
-        return event or Event()
-
-    def wait_event(self, event: Event) -> None:
-        pass
 
 
 def module() -> types.ModuleType:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests import hardware
 from tests.lbm_setups import LATTICES
 from tests.nvcc import compile_cubin
 from thelma_py.modules.compute.lbm import Lbm
@@ -109,21 +110,16 @@ def test_kernels_launch_over_a_range_of_planes_and_compile(tmp_path):
 
 
 # -- on GPUs ---------------------------------------------------------------------------------
-def gpu_count() -> int:
-    try:
-        import cupy
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:
-        return 0
-
-
 def launcher() -> list[str]:
-    """mpiexec on PATH with the flags Open MPI needs as root; skip without mpi4py/mpiexec."""
-    pytest.importorskip("mpi4py")
+    """mpiexec on PATH with the flags Open MPI needs as root; without mpi4py or mpiexec the
+    test is skipped, or fails under THELMA_REQUIRE_GPU=1."""
+    try:
+        import mpi4py  # noqa: F401 (the ranks run python -m mpi4py)
+    except ImportError:
+        hardware.require_or_skip("mpi4py is not installed")
     mpiexec = shutil.which("mpiexec") or shutil.which("mpirun")
     if mpiexec is None:
-        pytest.skip("no mpiexec on PATH")
+        hardware.require_or_skip("no mpiexec on PATH")
     version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
                              timeout=30)
     command = [mpiexec]
@@ -146,6 +142,7 @@ def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
 
 
 @pytest.mark.gpu
+@pytest.mark.gpus(2)
 @pytest.mark.parametrize(("precision", "case", "mode", "dims", "scheme"), [
     ("float64", "lid", "overlap", "auto", "lbm"),
     ("float32", "lid", "overlap", "auto", "lbm"),
@@ -162,8 +159,6 @@ def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
     ("float64", "lid", "overlap", "1x2x1", "lwacm-fused"),  # packed records, a y cut
 ])
 def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode, dims, scheme):
-    if gpu_count() < 2:
-        pytest.skip(f"needs 2 GPUs, {gpu_count()} visible")
     out = run_gpus(2, precision, case, mode, dims, scheme, env={"THELMA_HALO": "nccl"})
     assert f"identical: {case} {precision} {mode} {scheme}, 2 ranks" in out
     assert "over nccl" in out
@@ -173,8 +168,6 @@ def test_two_gpus_over_nccl_equal_one_gpu_bit_for_bit(precision, case, mode, dim
 @pytest.mark.parametrize(("mode", "scheme"), [("overlap", "lbm"), ("serial", "lwacm"),
                                               ("overlap", "lwacm-fused")])
 def test_two_ranks_sharing_one_gpu_equal_one_gpu_bit_for_bit(mode, scheme):
-    if gpu_count() < 1:
-        pytest.skip("needs a GPU")
     out = run_gpus(2, "float64", "lid", mode, "auto", scheme,
                    env={"CUDA_VISIBLE_DEVICES": "0", "THELMA_HALO": "auto"})
     assert f"identical: lid float64 {mode} {scheme}, 2 ranks" in out and "over mpi" in out

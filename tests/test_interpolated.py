@@ -66,11 +66,35 @@ def test_bouzidi_weights_reduce_to_halfway_and_keep_rest():
     np.testing.assert_allclose(w.sum(axis=0), 1.0, atol=1e-15)  # rest (f_i = f_ī) is kept
     np.testing.assert_array_equal(bouzidi_weights([0.5, np.nan, 0.2], [True, True, False]),
                                   [[1, 1, 1], [0, 0, 0], [0, 0, 0]])
+    # q >= 1/2 reads no node beyond x: it keeps its weights where that node is solid
+    np.testing.assert_array_equal(bouzidi_weights([1.0], [False]), [[0.5], [0], [0.5]])
     # a wall at q reflects the linear profile f(s) = s through the wall point: the value
     # arriving at x (s = 0) is what left from s = -2q along the mirrored link
     for qi, wi in zip(q, w.T, strict=True):
         assert interpolated_bounce(wi, 0.0, 1.0, -1.0) == pytest.approx(
             (1 - 2 * qi) if qi < 0.5 else -(1 - 1 / (2 * qi)), abs=1e-14)
+
+
+def test_near_links_fall_back_to_halfway_where_the_next_node_is_beyond_a_face():
+    """Interpolated slabs 0.3 from the bottom and the top rows (walls beyond ±y) and 0.4 from
+    the rows y = 3 and 4 between them: the outer rows' cut links (q = 0.3) would read x + c_i
+    beyond a face, so they are halfway (1, 0, 0); the inner rows' links (q = 0.4) read the
+    other inner row: (0.8, 0.2, 0). Weights to rounding of the bisected q (1e-11)."""
+    from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
+
+    geo = Geometry((3, 7), periodic=(True, False))
+    geo.body(Box((-1, 0.3), (3, 2.6)), interpolated=True)
+    geo.body(Box((-1, 4.4), (3, 5.7)), interpolated=True)
+    tags = geo.evaluate(D2Q9)
+    curved = CurvedLinks(D2Q9, tags, np.float64)
+    rows = np.unravel_index(curved.nodes, tags.tags.shape)[0]
+    for i in curved.links:
+        flat, _, weights, _ = curved.links[i]
+        y = np.unravel_index(flat, tags.tags.shape)[0]
+        outer = (y == 0) | (y == 6)
+        expected = np.where(outer, [[1.0], [0.0], [0.0]], [[0.8], [0.2], [0.0]])
+        np.testing.assert_allclose(weights, expected, rtol=0, atol=1e-11)
+    assert set(rows) == {0, 3, 4, 6} and len(curved.links) == 6
 
 
 def channel_error(ny: int, interpolated: bool) -> float:

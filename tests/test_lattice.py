@@ -98,6 +98,18 @@ def test_equilibrium_moments(lat):
     np.testing.assert_allclose(pi, rho * (CS2 * np.eye(lat.d) + np.outer(u, u)), atol=1e-15)
 
 
+@pytest.mark.parametrize("lat", LATTICE_LIST, ids=ids)
+def test_equilibrium_of_one_direction_is_the_second_order_polynomial(lat):
+    """f_eq_i = w_i ρ (1 + 3 c·u + 9/2 (c·u)² − 3/2 |u|²), written out here; equilibrium_i
+    computes |u|² itself when it is not given (every caller in the package gives it). 1e-14:
+    the same few O(1) terms summed in another order."""
+    rho, u = 1.1, [0.03, -0.02, 0.01][: lat.d]
+    for i in range(lat.q):
+        cu = float(np.dot(lat.c[i], u))
+        expected = lat.w[i] * rho * (1 + 3 * cu + 4.5 * cu**2 - 1.5 * float(np.dot(u, u)))
+        assert lat.equilibrium_i(i, rho, u) == pytest.approx(expected, rel=1e-14)
+
+
 @pytest.mark.parametrize("lat", [D2Q9, D3Q19], ids=["D2Q9", "D3Q19"])
 def test_mrt_basis_is_orthogonal_and_invertible(lat):
     m = lat.mrt.matrix

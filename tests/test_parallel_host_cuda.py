@@ -17,7 +17,6 @@ import pytest
 
 from tests.lbm_setups import LATTICES
 from tests.test_gpu_parallel import box_of
-from tests.test_sparse_host_engine import host_gpu  # noqa: F401 (fixture)
 from thelma_py.backend import select_backend
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
@@ -92,7 +91,7 @@ def decomposed(params, lattice, geo: Geometry, dims, dtype, backend):
     ("2d", (1, 2), False, "float64"),
     ("2d", (1, 3), True, "float32"),
 ])
-def test_host_cuda_lwacm_ranks_equal_one_domain_bit_for_bit(host_gpu, case, dims, fused,  # noqa: F811
+def test_host_cuda_lwacm_ranks_equal_one_domain_bit_for_bit(host_gpu, case, dims, fused,
                                                             precision):
     lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
     geo = geometry(case)
@@ -131,7 +130,7 @@ def test_host_cuda_lwacm_ranks_equal_one_domain_bit_for_bit(host_gpu, case, dims
 
 
 @pytest.mark.parametrize("precision", ["float64", "float32"])
-def test_host_cuda_two_step_state_is_f_and_j(host_gpu, precision):  # noqa: F811
+def test_host_cuda_two_step_state_is_f_and_j(host_gpu, precision):
     """CudaLwacm holds f* and j = ρ u: initialize (one f*_i at a time; u written into j, then
     multiplied by ρ in place) gives the NumPy reference's f* and j bit for bit, j = 0 in solids;
     after steps, ρ = Σ_i f*_i and u = j / ρ come from the device state as in the reference; a
@@ -166,7 +165,7 @@ def test_host_cuda_two_step_state_is_f_and_j(host_gpu, precision):  # noqa: F811
 
 
 @pytest.mark.parametrize(("case", "cut"), [("lid", "planes"), ("lid", "rows"), ("2d", "rows")])
-def test_host_cuda_single_step_in_parts_equals_one_launch(host_gpu, case, cut):  # noqa: F811
+def test_host_cuda_single_step_in_parts_equals_one_launch(host_gpu, case, cut):
     """What an overlapped distributed step launches (the interior layers, then the first and
     last owned layer) gives the records of one launch over the same layers, bit for bit."""
     lattice = LATTICES["D3Q19" if case != "2d" else "D2Q9"]

@@ -22,7 +22,7 @@ from tests.lbm_setups import (
     walled_geometry,
 )
 from thelma_py.backend import select_backend
-from thelma_py.geometry import Geometry, Sphere
+from thelma_py.geometry import Box, Geometry, Sphere
 from thelma_py.geometry.porous import random_spheres
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.layouts import WallLinks
@@ -54,7 +54,24 @@ def curved_geometry(lattice):
     return geo
 
 
+def gap_geometry(lattice):
+    """A moving interpolated slab 0.3 above the bottom row (walls beyond the bottom face, a
+    lid on top): the bottom row's nodes have plain wall links and cut links whose x + c_i is
+    beyond the face (halfway fallback) side by side."""
+    if lattice.d == 2:
+        geo = Geometry((37, 8), periodic=(True, False))
+        geo.edge("+y", velocity=(0.04, 0.0))
+        geo.body(Box((-1, 0.3), (37, 2.6)), velocity=(0.01, 0.0), interpolated=True)
+    else:
+        geo = Geometry((21, 6, 8), periodic=(True, True, False))
+        geo.edge("+z", velocity=(0.04, 0.01, 0.0))
+        geo.body(Box((-1, -1, 0.3), (21, 6, 2.6)), velocity=(0.01, 0.0, 0.0),
+                 interpolated=True)
+    return geo
+
+
 GEOMETRIES = {"porous": porous_geometry, "walled": walled_geometry, "curved": curved_geometry,
+              "gap": gap_geometry,
               "zou-he": lambda lat: open_geometry(lat, "zou-he"),
               "equilibrium": lambda lat: open_geometry(lat, "equilibrium"),
               "neighbour": lambda lat: open_geometry(lat, "neighbour")}

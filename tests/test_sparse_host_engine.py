@@ -7,34 +7,25 @@ order (no fused multiply-adds on the host), hence 1e-14."""
 from __future__ import annotations
 
 import shutil
-import sys
 
 import numpy as np
 import pytest
 
-from tests import host_cupy
 from tests.lbm_setups import COLLISIONS, LATTICES, config, random_state, relative_l2
 from tests.test_sparse import GEOMETRIES
 from thelma_py.backend import select_backend
-from thelma_py.codegen.compile import compile_module
 from thelma_py.modules.compute.lbm import Lbm
 
 pytestmark = [pytest.mark.slow,  # compiles the kernels with g++
               pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")]
 
 
-@pytest.fixture
-def host_gpu(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", host_cupy.module())
-    compile_module.cache_clear()  # compiled modules are cached by source text: keep them apart
-    yield host_cupy.HostBackend()
-    compile_module.cache_clear()
-
-
-def pair(backend, lattice_name, collision, geometry, scheme, force=None):
+def pair(backend, lattice_name, collision, geometry, scheme, force=None, storage="sparse"):
+    """The NumPy and the host CUDA engine of ``storage`` on one geometry, holding the same
+    random state (the ``host_gpu`` fixture of tests/conftest.py gives ``backend``)."""
     lattice = LATTICES[lattice_name]
     tags = GEOMETRIES[geometry](lattice).evaluate(lattice)
-    params = Lbm(nu=0.04, collision=collision, storage="sparse", streaming=scheme, force=force)
+    params = Lbm(nu=0.04, collision=collision, storage=storage, streaming=scheme, force=force)
     f = random_state(lattice, tags.tags.shape, np.float64)
     engines = [params.create(lattice, tags, b, np.dtype(np.float64))
                for b in (select_backend("cpu"), backend)]

@@ -91,3 +91,41 @@ def test_a_model_refuses_a_lattice_it_cannot_run_on_when_the_solver_is_built(nam
         with pytest.raises(ValueError, match=re.escape(reason)):
             build()
     assert (reason is None) == (name != "mrt" or lattice is not D3Q27)
+
+
+def test_a_model_lists_its_own_parameters_only():
+    """The registered name is derived, never given: not a constructor argument, not in the
+    listing a solver prints (what users read back as the model they chose)."""
+    assert repr(Trt()) == "Trt(magic=0.1875)"
+    assert Trt().name == "trt" and Mrt().name == "mrt"
+    with pytest.raises(TypeError):
+        Trt(name="bgk")
+
+
+def test_default_parameters_are_the_published_choices():
+    """Λ = 3/16 puts halfway walls exactly for Poiseuille (Ginzburg & d'Humières 2003); it is
+    TRT's default and the ω⁻ of MRT's 'magic' odd rates."""
+    assert Trt().magic == 3 / 16 and Mrt().magic == 3 / 16
+    assert Mrt().rates == {} and Mrt().odd == "published"
+
+
+@pytest.mark.parametrize("model", [Trt, Mrt])
+@pytest.mark.parametrize("magic", [0.0, -0.1])
+def test_a_magic_parameter_that_is_not_positive_is_refused(model, magic):
+    with pytest.raises(ValueError, match="magic"):
+        model(magic=magic)
+
+
+@pytest.mark.parametrize("rates", [{"e": "fast"}, {"e": float("nan")}, {1: 1.2},
+                                   {"eps": float("inf")}])
+def test_mrt_refuses_rates_that_are_not_finite_numbers_by_name(rates):
+    with pytest.raises(ValueError, match="MRT rates are numbers by moment name"):
+        Mrt(rates=rates)
+
+
+@pytest.mark.parametrize("name", COLLISIONS)
+def test_model_parameters_are_given_by_keyword(name):
+    """A model's parameters are named (``Trt(magic=0.25)``): a positional value is refused, so
+    a new parameter can never shift the meaning of an old call."""
+    with pytest.raises(TypeError):
+        collision_models()[name](0.25)

@@ -50,7 +50,7 @@ OPEN_FACES = ("(test_boundaries or density or imposed_drop or free_slip) and not
               "and not square_duct and not mrt_square")
 MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
     "collision": ("modules/compute/lbm/collision.py", [
-        "tests/test_lattice.py",
+        "tests/test_lattice.py", "tests/test_collision_models.py",
         "tests/test_mrt_rates.py::test_each_mrt_moment_relaxes_at_its_published_rate",
         "tests/test_mrt_rates.py::test_a_rate_given_by_name_replaces_the_published_one",
         "tests/test_mrt_rates.py::test_magic_odd_rates_relax_q_and_m_at_the_trt_odd_rate",
@@ -80,6 +80,21 @@ MODULES: dict[str, tuple[str, list[str], set[str] | None]] = {
         "tests/test_lwacm_reference.py", "tests/test_lwacm_kernels.py",
         "tests/test_lwacm_validation.py::test_taylor_green_decay_rate",
         f"{EXACT}::test_couette_between_moving_halfway_walls_is_linear"], None),
+    # the models' own relaxations, one file each since the collision table
+    "bgk": ("modules/compute/lbm/collisions/bgk.py", [
+        "tests/test_collision_models.py",
+        "tests/test_validation.py::test_taylor_green_decay_rate"], None),
+    "trt": ("modules/compute/lbm/collisions/trt.py", [
+        "tests/test_collision_models.py",
+        "tests/test_validation.py::test_taylor_green_decay_rate", "tests/test_lattice.py",
+        f"{EXACT}::test_couette_between_moving_halfway_walls_is_linear"], None),
+    "mrt": ("modules/compute/lbm/collisions/mrt.py", [
+        "tests/test_mrt_rates.py", "tests/test_collision_models.py",
+        "tests/test_validation.py::test_taylor_green_decay_rate"], None),
+    "regularized": ("modules/compute/lbm/collisions/regularized.py", [
+        "tests/test_collision_models.py",
+        "tests/test_regularized.py",
+        "tests/test_validation.py::test_taylor_green_decay_rate"], None),
     "equilibrium": ("thelma_py/lattice.py", [
         "tests/test_lattice.py", "tests/test_mrt_rates.py",
         "tests/test_lbm_reference.py::test_rest_state_is_a_fixed_point",

@@ -15,6 +15,7 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.lattice import Lattice
+from thelma_py.memory import MARGIN
 from thelma_py.nodes import NodeTags
 
 
@@ -112,7 +113,7 @@ def check_memory(backend: Backend, nodes: int, bytes_per_node: int, hint: str = 
         return
     free, total = memory
     need = nodes * bytes_per_node
-    if need > 0.95 * free:
+    if need > MARGIN * free:
         raise MemoryError(
             f"the domain needs {need / 2**30:.2f} GiB of device memory ({nodes:,} nodes x "
             f"{bytes_per_node} B) but only {free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is "

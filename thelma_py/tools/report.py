@@ -29,8 +29,8 @@ from thelma_py.backend import select_backend
 from thelma_py.cases import cylinder, cylinder_2d2, poiseuille, taylor_green
 from thelma_py.cases import lid_driven_cavity as cavity
 from thelma_py.cases.reference import TGV_REFERENCE, load_ghia, load_tgv_reference
+from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.modules.compute.lbm.collision import collision_models
-from thelma_py.modules.results.files import atomic_write_text, ensure_writable_dir
 from thelma_py.tools import validation as v
 
 SIZES = {

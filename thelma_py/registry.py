@@ -126,6 +126,8 @@ def create(kind: str, name: str, **params):
     try:
         return factory(**params)
     except (TypeError, ValueError) as error:
+        if type(error) not in (TypeError, ValueError):
+            raise  # a subclass may not take a message alone: keep it as it is
         # attrs validators raise (message, attribute, expected, value), which prints as a tuple
         message = error.args[0] if error.args else str(error)
         raise type(error)(f"{kind} plug-in {name!r}: {message}") from error

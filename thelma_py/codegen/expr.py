@@ -144,5 +144,15 @@ def dot(coefficients, values):
     return total
 
 
+def sqrt(value):
+    """Square root of a traced expression (C ``sqrt``, overloaded for float and double) or of a
+    NumPy value."""
+    if isinstance(value, Expr):
+        return Expr(f"sqrt({value.text})", atom=True)
+    import numpy as np
+
+    return np.sqrt(value)
+
+
 def is_finite_number(value) -> bool:
     return isinstance(value, Number) and math.isfinite(float(value))

@@ -127,7 +127,7 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="record the step time every N steps and print its mean, spread and dominant "
-        "period (default: off)",
+        "period; with --out also as timings.csv (default: off)",
     )
 
 
@@ -197,7 +197,10 @@ def _run(args: argparse.Namespace) -> int:
             thelma_py.plugin("results", "checkpoint", path=args.checkpoint, every=every)
         )
     if args.timings is not None:
-        solver.results.append(thelma_py.plugin("results", "timings", every=args.timings))
+        path = None if args.out is None else args.out / "timings.csv"  # for `thelma plot`
+        solver.results.append(
+            thelma_py.plugin("results", "timings", every=args.timings, path=path)
+        )
     if args.resume is not None:
         resumed = solver.load_checkpoint(args.resume)
         if resumed > steps:
@@ -384,6 +387,8 @@ COMMANDS: dict[str, Command] = {
 OPTIONAL_COMMANDS: dict[str, str] = {
     "bench": "thelma_py.tools.bench",
     "kernels": "thelma_py.codegen.kernels_cli",
+    "movie": "thelma_py.tools.movie",
+    "plot": "thelma_py.tools.plots",
     "validate": "thelma_py.tools.report",
 }
 """Sub-commands provided by modules that may be absent: name -> module."""

@@ -247,3 +247,32 @@ def test_without_matplotlib_one_line_names_the_extra(run_dir, monkeypatch, capsy
     err = capsys.readouterr().err.strip()
     assert err == ("thelma plot: error: thelma plot needs matplotlib, which is not installed: "
                    "pip install 'thelma-py[plot]'")
+
+
+def test_validation_2d2_page_draws_its_forces_with_the_same_code(tmp_path, monkeypatch):
+    """The 2D-2 section (a GPU run) with its sweep replaced by a known shedding history: the
+    page's figure is the forces figure of `thelma plot`, and its St is the sweep's."""
+    from thelma_py.cases.cylinder import CYLINDER_ID
+    from thelma_py.tools import report
+
+    n, period = 80, 8000  # the medium size's finest 2D-1 resolution; St = 0.3
+    t = np.arange(0, 80001, 40)
+    history = (t, 3.22 + 0.02 * np.sin(4 * np.pi * t / period), np.sin(2 * np.pi * t / period))
+    st = n / (period * 2 * 0.05 / 3)  # St = D f / U with U = 2 u_max / 3
+
+    def sweep(size, device, u_max):
+        assert size == n
+        return {"n": n, "steps": int(t[-1]), "history": history, "periods": 9, "St": st,
+                "c_D_max": 3.22, "c_L_max": 1.0}
+
+    monkeypatch.setattr(report.v, "schaefer_turek_2d2", sweep)
+    section = report.schaefer_turek_2d2_section("medium", "cpu")
+    fig = plots.save_figure(section.plot, tmp_path / "page.png")
+    assert (tmp_path / "page.png").is_file()
+    drag, lift = fig.axes
+    np.testing.assert_array_equal(lift.get_lines()[0].get_ydata(), history[2])
+    label = lift.get_lines()[0].get_label()
+    assert label.startswith(f"body {CYLINDER_ID}: mean ") and label.endswith(f"St = {st:.4f}")
+    text, passed = report.render([section], tmp_path, "# page")
+    assert passed and "![Flow around a cylinder" in text
+    assert (tmp_path / "schaefer_turek_2d2.png").is_file()

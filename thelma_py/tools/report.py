@@ -31,7 +31,9 @@ from thelma_py.cases import lid_driven_cavity as cavity
 from thelma_py.cases.reference import TGV_REFERENCE, load_ghia, load_tgv_reference
 from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.modules.compute.lbm.collision import collision_models
+from thelma_py.tools import plots
 from thelma_py.tools import validation as v
+from thelma_py.tools.plots import plotting_available
 
 SIZES = {
     "small": {"cavity": (32, 0.1, 4000, 0.02), "poiseuille": (8, 16, 32), "tgv_n": 32,
@@ -67,17 +69,6 @@ class Section:
     text: str
     checks: list[Check] = attrs.field(factory=list)
     plot: Callable | None = None
-
-
-def plotting_available() -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -177,7 +168,8 @@ def schaefer_turek_section(size: str, device: str) -> Section:
 def schaefer_turek_2d2_section(size: str, device: str) -> Section:
     """Benchmark 2D-2 (Re = 100) at the finest 2D-1 resolution of the size but 80 at most."""
     n = min(SIZES[size]["schaefer_turek"][-1], 80)
-    r = v.schaefer_turek_2d2(n, device=device, u_max=0.05)
+    u_max = 0.05
+    r = v.schaefer_turek_2d2(n, device=device, u_max=u_max)
     ref = cylinder_2d2.SCHAEFER_TUREK_2D2
     text = (f"D2Q9 TRT, n = {n} per D, u_max = 0.05, interpolated cylinder, {r['steps']} "
             f"steps; measured over the last {r['periods']} shedding periods. "
@@ -186,8 +178,16 @@ def schaefer_turek_2d2_section(size: str, device: str) -> Section:
     checks = [Check(f"Schäfer-Turek 2D-2 n={n}: {k} relative error",
                     abs(r[k] / ((lo + hi) / 2) - 1), "< 0.03",
                     abs(r[k] / ((lo + hi) / 2) - 1) < 0.03) for k, (lo, hi) in ref.items()]
+    steps, c_d, c_l = (np.asarray(a, dtype=np.float64) for a in r["history"])
+    body = cylinder.CYLINDER_ID
+    forces = plots.Table(Path("forces.csv"), ("step", f"cD_{body}", f"cL_{body}"),
+                         {"step": steps, f"cD_{body}": c_d, f"cL_{body}": c_l})
+
+    def plot(fig):  # the figure of `thelma plot` for a forces CSV
+        plots.draw_forces(fig, forces, plots.Options(length=n, velocity=2.0 * u_max / 3.0))
+
     return Section("Flow around a cylinder, Schäfer & Turek (1996) 2D-2, Re = 100",
-                   "schaefer_turek_2d2", text, checks)
+                   "schaefer_turek_2d2", text, checks, plot)
 
 
 CAVITY3D_N = 64
@@ -331,23 +331,17 @@ def tgv3d_section(size: str, device: str, run: bool) -> Section:
 # -- report ------------------------------------------------------------------------------------
 def render(sections: list[Section], out: Path, header: str) -> tuple[str, bool]:
     """Write figures and return (markdown, all passed)."""
-    plots = plotting_available()
+    available = plotting_available()
     checks = [c for s in sections for c in s.checks]
     lines = [header, "", "## Summary", "", "| check | value | tolerance | result |",
              "|---|---|---|---|", *(c.row() for c in checks), ""]
-    if not plots:
+    if not available:
         lines += ["Figures: matplotlib is not installed, so this report has tables only "
                   "(`pip install 'thelma-py[plot]'` adds the plots).", ""]
     for number, section in enumerate(sections, 1):
         lines += [f"## {number}. {section.title}", "", section.text, ""]
-        if plots and section.plot is not None:
-            import matplotlib.pyplot as plt
-
-            fig = plt.figure(figsize=(9, 4))
-            section.plot(fig)
-            fig.tight_layout()
-            fig.savefig(out / f"{section.slug}.png", dpi=90)
-            plt.close(fig)
+        if available and section.plot is not None:
+            plots.save_figure(section.plot, out / f"{section.slug}.png")
             lines += [f"![{section.title}]({section.slug}.png)", ""]
     return "\n".join(lines) + "\n", all(c.passed for c in checks)
 

@@ -153,8 +153,10 @@ def schaefer_turek_2d2(n: int = 20, *, device: str = "auto", steps: int | None =
     """Test 2D-2 (:mod:`thelma_py.cases.cylinder_2d2`, Re = 100, unsteady) at ``n`` nodes per
     diameter for ``steps`` steps (default 400 n / u_max, about 80 shedding periods: the
     shedding grows from the asymmetry of the geometry and is periodic over the second half);
-    returns :func:`thelma_py.cases.cylinder_2d2.shedding_measures`."""
+    returns :func:`thelma_py.cases.cylinder_2d2.shedding_measures` and the force history
+    (steps, c_D, c_L)."""
     solver = cylinder_2d2.build(device=device, n=n, u_max=u_max, **params)
     solver.run(steps or round(400 * n / u_max))
-    return {"n": n, "steps": solver.time_step, **cylinder_2d2.shedding_measures(
-        *cylinder_2d2.force_history(solver), n, 2.0 * u_max / 3.0)}
+    history = cylinder_2d2.force_history(solver)
+    return {"n": n, "steps": solver.time_step, "history": history,
+            **cylinder_2d2.shedding_measures(*history, n, 2.0 * u_max / 3.0)}

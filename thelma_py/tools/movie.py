@@ -7,7 +7,8 @@ movie. The frames must all have the same size. The format follows the output's s
 - ``.mp4`` (the default, ``DIR/movie.mp4``): H.264 through imageio-ffmpeg, whose wheel brings
   its own ffmpeg binary; frames of odd width or height get one black row or column (the
   yuv420p pixel format of ordinary players needs even sizes);
-- ``.gif`` or ``.png`` (animated PNG, lossless): Pillow only.
+- ``.gif`` or ``.png`` (animated PNG, lossless): Pillow only, whose writers keep every frame
+  in memory until the end (use MP4 for long series).
 
 Both come with the ``movie`` extra (``pip install 'thelma-py[movie]'``). Without a pattern, a
 directory holding several series (``image_rho_*.png`` and ``image_speed_*.png``, say) is

@@ -207,12 +207,17 @@ def test_any_other_csv_is_drawn_against_its_first_column(tmp_path):
         "error", "order"]
 
 
-def test_a_csv_without_rows_is_skipped_with_a_warning(tmp_path):
+def test_a_csv_without_rows_or_of_text_in_a_directory_is_skipped_with_a_warning(tmp_path):
     (tmp_path / "residual.csv").write_text("step,residual\n")
     (tmp_path / "history.csv").write_text("step,mean_rho,max_speed,kinetic_energy\n0,1,0,0\n")
-    with pytest.warns(UserWarning, match="residual.csv: no rows"):
+    (tmp_path / "bench.csv").write_text("device,mlups\nH100,4000\n")
+    with pytest.warns(UserWarning) as caught:
         (plot,) = plots.plot_files([tmp_path])
     assert plot.kind == "history"
+    assert sorted(str(w.message).split(":")[0] for w in caught) == [
+        str(tmp_path / "bench.csv"), str(tmp_path / "residual.csv")]
+    with pytest.raises(ValueError, match="bench.csv: not a CSV of numbers"):
+        plots.plot_files([tmp_path / "bench.csv"])  # named: an error
 
 
 @pytest.mark.parametrize(("args", "message"), [

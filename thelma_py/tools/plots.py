@@ -293,18 +293,19 @@ class Plot:
     measures: dict = attrs.field(factory=dict)
 
 
-def csv_files(paths: Sequence[Path]) -> list[Path]:
-    """The CSV files named, and every ``*.csv`` below the directories named (sorted)."""
-    found = []
+def csv_files(paths: Sequence[Path]) -> dict[Path, bool]:
+    """The CSV files named and every ``*.csv`` below the directories named (sorted), each with
+    whether it was named itself."""
+    found = {}
     for path in map(Path, paths):
         if path.is_dir():
-            found += sorted(path.rglob("*.csv"))
+            found.update((f, found.get(f, False)) for f in sorted(path.rglob("*.csv")))
         elif path.is_file():
-            found.append(path)
+            found[path] = True
         else:
             raise CliError(f"{path}: no such file or directory (give run directories or CSV "
                            "files)")
-    return list(dict.fromkeys(found))
+    return found
 
 
 def group(tables: Sequence[Table]) -> list[tuple[str, list[Table]]]:
@@ -347,9 +348,16 @@ def plot_files(paths: Sequence[Path], *, out: Path | None = None,
         raise CliError(f"unknown kind(s) {', '.join(unknown)}: choose from {', '.join(KINDS)}")
     if not plotting_available():
         raise CliError(f"thelma plot needs matplotlib, which is not installed: {INSTALL}")
-    files = csv_files(paths)
     tables = []
-    for table in map(read_table, files):
+    for path, named in csv_files(paths).items():
+        try:
+            table = read_table(path)
+        except ValueError as error:
+            if named:
+                raise
+            # a CSV of another kind found in a directory (text columns): not ours to draw
+            warnings.warn(f"{error}, not drawn", stacklevel=2)
+            continue
         if len(table[table.columns[0]]):
             tables.append(table)
         else:

@@ -86,6 +86,13 @@ def test_pattern_picks_one_series(series):
     assert len(movie.find_frames(series, "image_rho_*.png")) == FRAMES
 
 
+def test_a_number_inside_the_name_is_a_series_too(tmp_path):
+    for k in (10, 9, 100):
+        Image.fromarray(frame(k % 12)).save(tmp_path / f"frame_{k}_u.png")
+    assert [p.name for p in movie.find_frames(tmp_path)] == [
+        "frame_9_u.png", "frame_10_u.png", "frame_100_u.png"]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["{dir}", "--out", "{tmp}/m.avi"],
      "the output must end in .mp4 (MP4 (H.264)), .gif (animated GIF), .png (animated PNG)"),

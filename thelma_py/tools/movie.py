@@ -37,9 +37,10 @@ def natural_key(path: Path) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in _DIGITS.split(path.name))
 
 
-def series_name(path: Path) -> str:
-    """The name of a frame's series: its stem without the trailing number (image_rho_)."""
-    return re.sub(r"\d+$", "", path.stem)
+def series_pattern(path: Path) -> str:
+    """The glob of a frame's series: its name with the last number as ``*``
+    (image_rho_0100.png: image_rho_*.png; frame_7_u.png: frame_*_u.png)."""
+    return re.sub(r"\d+(?=\D*$)", "*", path.name)
 
 
 def find_frames(directory: Path, pattern: str | None = None,
@@ -55,10 +56,10 @@ def find_frames(directory: Path, pattern: str | None = None,
                     key=natural_key)
     if not frames:
         raise CliError(f"no PNG files matching {pattern or '*.png'!r} in {directory}")
-    names = sorted({series_name(p) for p in frames})
-    if pattern is None and len(names) > 1:
-        choices = ", ".join(f"'{name}*.png'" for name in names)
-        raise CliError(f"{directory} holds {len(names)} PNG series: choose one with --pattern, "
+    series = sorted({series_pattern(p) for p in frames})
+    if pattern is None and len(series) > 1:
+        choices = ", ".join(f"'{glob}'" for glob in series)
+        raise CliError(f"{directory} holds {len(series)} PNG series: choose one with --pattern, "
                        f"one of {choices}")
     return frames
 

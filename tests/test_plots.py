@@ -169,9 +169,9 @@ def test_forces_strouhal_number_of_a_known_oscillation(tmp_path, capsys):
     within 0.2 P / (2π · 2500) = 0.006."""
     st = oscillating_forces(tmp_path / "forces.csv")
     status = cli.main(["plot", str(tmp_path / "forces.csv"), "--length", "20",
-                       "--velocity", "0.05", "--out", str(tmp_path / "f.png")])
+                       "--velocity", "0.05", "--out", str(tmp_path / "new" / "f.png")])
     out = capsys.readouterr().out
-    assert status == 0 and (tmp_path / "f.png").is_file()
+    assert status == 0 and (tmp_path / "new" / "f.png").is_file()
     assert f"St = f D / U {st:.5g}" in out, out
     measures = plots.plot_files([tmp_path / "forces.csv"], options=plots.Options(
         length=20, velocity=0.05))[0].measures["2"]
@@ -226,11 +226,13 @@ def test_a_csv_without_rows_or_of_text_in_a_directory_is_skipped_with_a_warning(
     (["{bad}"], "not a CSV of numbers"),
     (["{empty}", "--length", "-1"], "--length must be a positive number"),
     (["{empty}", "--nodes", "0"], "--nodes must be a positive number"),
+    (["{run}", "--out", "{empty}/all.png"], "names one PNG file, but there are 6 figures"),
 ])
-def test_bad_input_gives_one_line(tmp_path, capsys, args, message):
+def test_bad_input_gives_one_line(run_dir, tmp_path, capsys, args, message):
     (tmp_path / "empty").mkdir()
     (tmp_path / "bad.csv").write_text("a,b\nx,y\n")
-    args = [a.format(empty=tmp_path / "empty", bad=tmp_path / "bad.csv") for a in args]
+    args = [a.format(empty=tmp_path / "empty", bad=tmp_path / "bad.csv", run=run_dir)
+            for a in args]
     assert cli.main(["plot", *args]) != 0
     err = capsys.readouterr().err.strip()
     assert err.startswith("thelma plot: error:") and message in err and "\n" not in err

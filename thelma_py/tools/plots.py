@@ -366,8 +366,11 @@ def plot_files(paths: Sequence[Path], *, out: Path | None = None,
     if not groups:
         wanted = f" of kind {', '.join(only)}" if only else ""
         raise CliError(f"no CSV files{wanted} in {', '.join(map(str, paths))}")
-    if out is not None and not (len(groups) == 1 and out.suffix.lower() == ".png"):
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None and out.suffix.lower() == ".png" and len(groups) > 1:
+        raise CliError(f"--out {out} names one PNG file, but there are {len(groups)} figures "
+                       f"({', '.join(k for k, _ in groups)}): give a directory, or one CSV")
+    if out is not None:
+        (out if out.suffix.lower() != ".png" else out.parent).mkdir(parents=True, exist_ok=True)
     plots = []
     for kind, members in groups:
         png = png_path(members, out, single=len(groups) == 1)

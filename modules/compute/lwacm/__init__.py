@@ -29,6 +29,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
 
@@ -56,6 +57,11 @@ class LwacmParameters(RelaxationTime):
     """Kinematic viscosity; ν = (1/ω − ½)/3, i.e. τ = 1/ω = 3ν + ½."""
     force: tuple | None = attrs.field(default=None, converter=force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]): u(t+1) = Σ c_i f_i / ρ + g."""
+    les: Smagorinsky | None = attrs.field(default=None, converter=subgrid_model)
+    """Subgrid model (:mod:`thelma_py.subgrid`): None (off), ``"smagorinsky"`` or
+    ``{"name": "smagorinsky", "c_s": 0.1}``. Single-step scheme only: each node takes its own
+    κ = 2 (1 − τ) from |S| of the central differences of its neighbours' u
+    (:func:`.rule.single_step`)."""
 
     def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int:
         """Bytes the engine of :meth:`create` holds per lattice node, known before it is
@@ -78,6 +84,9 @@ class LwacmParameters(RelaxationTime):
         return 2.0 * (self.omega - 1.0) / self.omega
 
     def check(self, lattice: Lattice) -> None:
+        if self.les is not None and not self.fused:
+            raise ValueError("les (a subgrid model) runs with compute 'lwacm-fused' (single step) "
+                             "only; valid for 'lwacm': les=None")
         if self.force is not None and len(self.force) != lattice.d:
             raise ValueError(f"force needs {lattice.d} components for {lattice.name}, "
                              f"got {self.force}")

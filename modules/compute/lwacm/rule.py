@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from numbers import Number
 
-from thelma_py.codegen.expr import dot
+from thelma_py.codegen.expr import dot, sqrt
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import moments
 
@@ -83,8 +83,38 @@ def two_step(lattice: Lattice, f_in: Sequence, j0: Sequence, kappa, let: Callabl
     return rho, u, j, fstar(lattice, rho, u, kappa, let)
 
 
+def strain_norm(lattice: Lattice, fetch: Callable, let: Callable):
+    """|S| = √(2 S:S) at a node from central differences of the upstream velocities:
+    ∂_b u_a ≈ (u_a(x + e_b) − u_a(x − e_b)) / 2, where ``fetch(i)`` gives (ρ, u) of x − c_i
+    (wall ghosts applied, so a wall enters as the Dirichlet value at the link midpoint)."""
+    d = lattice.d
+    axis = {tuple(int(v) for v in lattice.c[i]): i for i in range(lattice.q)}
+    grad = [[None] * d for _ in range(d)]  # grad[a][b] = ∂_b u_a
+    for b in range(d):
+        plus = [0] * d
+        plus[b] = 1
+        minus = [-v for v in plus]
+        u_behind = fetch(axis[tuple(plus)])[1]   # x − e_b
+        u_ahead = fetch(axis[tuple(minus)])[1]   # x + e_b
+        for a in range(d):
+            grad[a][b] = 0.5 * (u_ahead[a] - u_behind[a])
+    total = None
+    for a in range(d):
+        for b in range(a, d):
+            s_ab = grad[a][b] + grad[b][a]  # 2 S_ab
+            term = (0.5 if a == b else 1.0) * s_ab * s_ab  # 2 S:S counts off-diagonals twice
+            total = term if total is None else total + term
+    return let(sqrt(let(total, "ss2")), "strain")
+
+
+def les_kappa(model, kappa0, strain):
+    """κ = 2 (1 − τ) of a node whose relaxation time the subgrid ``model`` raises from τ₀ =
+    1 − κ₀/2 for the strain rate ``strain`` = |S| (one formula for NumPy and CUDA)."""
+    return 2.0 * (1.0 - model.tau_from_strain(1.0 - 0.5 * kappa0, strain))
+
+
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
-                force: Sequence[float] | None = None):
+                force: Sequence[float] | None = None, les=None):
     """One single-step update of a node. ``upstream(i)`` gives (ρ, u) of the upstream node
     x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
     each just before its direction is used (so generated code loads one neighbour at a time).
@@ -98,7 +128,16 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
 
     with f*_i = ρ (w_i − 3/2 w_i |u|² + (c_i·u)(3 w_i (1 − κ) + 9/2 w_i c_i·u)) of the upstream
     node: the same rule as eq. (11), in about half the operations of one equilibrium per link.
+
+    ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): all upstream values are fetched first,
+    |S| from their central differences (:func:`strain_norm`) raises the node's τ, and the node
+    updates with its own κ(x) = 2 (1 − τ(x)) in eq. (11):
+    f_i(x, t+1) = f^(e)_i(x − c_i) + κ(x) (f^(e,o)_i(x) − f^(e,o)_i(x − c_i)).
     """
+    if les is not None:
+        fetched = {i: upstream(i) for i in range(lattice.q)}
+        upstream = fetched.__getitem__
+        kappa = let(les_kappa(les, kappa, strain_norm(lattice, upstream, let)), "kappa_t")
     rho0, u0 = upstream(0)
     linear = {}  # w 3(1 − κ), one per weight
     rho = None

@@ -180,6 +180,27 @@ def linear_study(taus=(0.6, 0.52, 0.501), n=64) -> dict:
     return out
 
 
+def stability_threshold(taus=(0.501, 0.52, 0.6), fractions=(0.5, 0.8, 0.95, 1.05, 1.5, 2.0),
+                        n: int = 32) -> dict:
+    """max |λ| − 1 over the k of an n² lattice for a uniform flow |U| = fraction · c_a, along x
+    and along the diagonal (values of ±1e-9 are the noise of the numerical derivative)."""
+    out = {}
+    ks = 2 * np.pi * np.arange(n) / n
+    for tau in taus:
+        rows = []
+        for frac in fractions:
+            speed = frac * artificial_sound_speed(tau)
+            growth = []
+            for direction in ((1.0, 0.0), (math.sqrt(0.5), math.sqrt(0.5))):
+                u = (speed * direction[0], speed * direction[1])
+                growth.append(max(float(np.abs(np.linalg.eigvals(
+                    amplification((kx, ky), tau, u))).max()) for kx in ks for ky in ks) - 1)
+            rows.append({"u_over_ca": frac, "u": speed, "growth_x": growth[0],
+                         "growth_diagonal": growth[1]})
+        out[str(tau)] = rows
+    return out
+
+
 # -- 4. convergence ------------------------------------------------------------------------------
 def decay_error(scheme: str, n: int, tau: float, u0: float, time: float = 0.5) -> float:
     """Relative error of the mean amplitude decay rate −ln(A(T)/u0)/T over T = ``time`` / r
@@ -210,6 +231,7 @@ def run_all() -> dict:
     result = {"table": [tgv_energy(*row) for row in TABLE]}
     result["literal"] = literal_check()
     result["linear"] = linear_study()
+    result["stability"] = stability_threshold()
     result["convergence"] = [convergence(tau=0.6), convergence(tau=0.52, sizes=(16, 32, 64))]
     result["seconds"] = time.time() - t
     return result

@@ -19,6 +19,8 @@ one word: ``tp.plugin("compute", "lwacm", nu=...)`` or ``"lwacm-fused"`` instead
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import numpy as np
 
@@ -75,8 +77,19 @@ class LwacmParameters(RelaxationTime):
         return (8 if backend.is_gpu else 2 * (1 + lattice.d)) * real + tag
 
     def stability_advice(self) -> str:
-        """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme."""
-        return super().stability_advice() + ", or use compute 'lbm' with collision='mrt'"
+        """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme. Its own
+        limit: the scheme is linearly unstable where |u| exceeds its artificial sound speed."""
+        return (super().stability_advice() + f" (LW-ACM is unstable where |u| exceeds its sound "
+                f"speed sqrt(2 nu) = {self.sound_speed:.3g}; keep |u| below half of it)"
+                ", or use compute 'lbm' with collision='mrt'")
+
+    @property
+    def sound_speed(self) -> float:
+        """c_a = c_s √(2τ − 1) = √(2ν): the speed of the scheme's pressure waves. The Taylor
+        expansion of eq. (11) gives ∂t ρ + (2τ − 1) ∇·(ρu) = ∇²ρ/6; a uniform flow faster
+        than c_a is linearly unstable and the incompressibility error goes as (u / c_a)²
+        (docs/validation/lwacm_energy.md)."""
+        return math.sqrt(2.0 * self.nu)
 
     @property
     def kappa(self) -> float:

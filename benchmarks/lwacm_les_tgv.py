@@ -49,7 +49,7 @@ def run(n: int, u0: float | str, les: str, t_end: float, samples: int, precision
         series["t"].append(solver.time_step * u0 / length)
         series["E_k"].append(energy)
         series["enstrophy"].append(enstrophy(u, (True, True, True)) * (length / u0) ** 2)
-        series["mass"].append(float(np.asarray(rho.sum()).item()))
+        series["mass"].append(float(rho.sum()))
         if solver.time_step >= total:
             break
         solver.run(min(stride, total - solver.time_step))
@@ -64,7 +64,8 @@ def run(n: int, u0: float | str, les: str, t_end: float, samples: int, precision
                 "reference_peak": float(ref["minus_dEk_dt"][r]),
                 "reference_peak_time": float(ref["t"][r]),
                 "max_energy_gain": float(np.max(e) / e[0] - 1.0)}
-    return {"scheme": f"{scheme}+{les}" if les != "none" else scheme, "n": n, "u0": u0,
+    label = (f"{scheme}+{les}" if les != "none" else scheme) + f" u0={u0:.4f}"
+    return {"scheme": label, "n": n, "u0": u0,
             "nu": nu, "les": les, "precision": precision, "reynolds": 1600.0,
             "mach_artificial": u0 / math.sqrt(2 * nu), "steps": solver.time_step,
             "mlups": solver.mlups, "wall_seconds": time.perf_counter() - start,

@@ -150,3 +150,33 @@ def test_checkpoint_records_les_and_refuses_another(tmp_path):
     assert again.load_checkpoint(path) == 3
     with pytest.raises(Exception, match="les"):
         solver(None).load_checkpoint(path)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
+@pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19"])
+def test_gpu_les_matches_numpy(lattice_name, dtype):
+    """GPU ≡ NumPy for the single step with LES: random non-trivial state, walls and a moving
+    wall (tests.lbm_setups.walled_geometry), 120 steps (graph batches and a remainder); the
+    tolerances of tests/test_gpu_lwacm.py (1e-5 fp32, 1e-12 fp64, relative L2)."""
+    from tests.lbm_setups import walled_geometry
+    from tests.test_gpu_lwacm import STEPS as GPU_STEPS
+    from tests.test_gpu_lwacm import TOLERANCE, random_fields, relative_l2
+
+    lattice = LATTICES[lattice_name]
+    tags = walled_geometry(lattice).evaluate(lattice)
+    params = LwacmFused(nu=0.04, les={"name": "smagorinsky", "c_s": 0.17})
+    cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
+    gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
+    rho, u = random_fields(lattice, tags.tags.shape, dtype)
+    for engine in (cpu, gpu):
+        engine.load_state({"rho": rho, "u": u})
+    gpu.poison()
+    cpu.step(GPU_STEPS)
+    gpu.step(GPU_STEPS)
+    fluid = tags.fluid
+    rho_c, u_c = cpu.macroscopic()
+    rho_g, u_g = (a.get() for a in gpu.macroscopic())
+    assert np.isfinite(u_g[:, fluid]).all()
+    assert relative_l2(rho_g[fluid], rho_c[fluid]) < TOLERANCE[dtype]
+    assert relative_l2(u_g[:, fluid], u_c[:, fluid]) < TOLERANCE[dtype]

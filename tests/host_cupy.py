@@ -31,8 +31,10 @@ import numpy as np
 
 PRELUDE = """
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 using std::min;
+using std::sqrt;  // CUDA's sqrt(float) and sqrt(double) overloads
 #define __global__
 #define __device__
 #define __forceinline__ inline

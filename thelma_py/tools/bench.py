@@ -42,13 +42,16 @@ class BenchConfig:
     storage: str = "dense"
     fluid_fraction: float = attrs.field(default=0.3, converter=float)
     """Porous case only: the fluid fraction asked of the medium."""
+    les: str = "none"
+    """Subgrid model of the compute plug-in: "none" or a name of :mod:`thelma_py.subgrid`."""
 
     @property
     def label(self) -> str:
         tuning = (f" m{self.min_blocks}" if self.min_blocks else "") + (
             " stcs" if self.streaming_stores else "") + (
             f" {self.storage}" if self.storage != "dense" else "") + (
-            f" {self.fluid_fraction:.0%}" if self.case == "porous" else "")
+            f" {self.fluid_fraction:.0%}" if self.case == "porous" else "") + (
+            f" les={self.les}" if self.les != "none" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -88,6 +91,8 @@ def compute_params(cfg: BenchConfig):
         extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores}}
+    if cfg.les != "none":
+        extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
 
 
@@ -272,6 +277,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
                         help="porous case: fluid fractions of the medium, e.g. 0.1,0.3,0.6")
+    parser.add_argument("--les", type=_words, default=["none"],
+                        help="subgrid models to time, e.g. none,smagorinsky (LW-ACM single step "
+                             "and the plug-ins that take les=)")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 fp32, in-place)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,
@@ -322,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
     configs = [cfg for cfg in (BenchConfig(*values) for values in itertools.product(
         args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
-        args.storage, args.fluid_fraction)) if _wanted(cfg, args.fluid_fraction[0])]
+        args.storage, args.fluid_fraction, args.les)) if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
               f"{'GB/s':>7} {'of copy':>8} {'mem B/node':>10}")

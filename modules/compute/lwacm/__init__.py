@@ -19,6 +19,8 @@ one word: ``tp.plugin("compute", "lwacm", nu=...)`` or ``"lwacm-fused"`` instead
 
 from __future__ import annotations
 
+import math
+
 import attrs
 import numpy as np
 
@@ -29,6 +31,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
 
@@ -56,6 +59,11 @@ class LwacmParameters(RelaxationTime):
     """Kinematic viscosity; ν = (1/ω − ½)/3, i.e. τ = 1/ω = 3ν + ½."""
     force: tuple | None = attrs.field(default=None, converter=force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]): u(t+1) = Σ c_i f_i / ρ + g."""
+    les: Smagorinsky | None = attrs.field(default=None, converter=subgrid_model)
+    """Subgrid model (:mod:`thelma_py.subgrid`): None (off), ``"smagorinsky"`` or
+    ``{"name": "smagorinsky", "c_s": 0.1}``. Single-step scheme only: each node takes its own
+    κ = 2 (1 − τ) from |S| of the central differences of its neighbours' u
+    (:func:`.rule.single_step`)."""
 
     def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int:
         """Bytes the engine of :meth:`create` holds per lattice node, known before it is
@@ -69,8 +77,19 @@ class LwacmParameters(RelaxationTime):
         return (8 if backend.is_gpu else 2 * (1 + lattice.d)) * real + tag
 
     def stability_advice(self) -> str:
-        """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme."""
-        return super().stability_advice() + ", or use compute 'lbm' with collision='mrt'"
+        """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme. Its own
+        limit: the scheme is linearly unstable where |u| exceeds its artificial sound speed."""
+        return (super().stability_advice() + f" (LW-ACM is unstable where |u| exceeds its sound "
+                f"speed sqrt(2 nu) = {self.sound_speed:.3g}; keep |u| below half of it)"
+                ", or use compute 'lbm' with collision='mrt'")
+
+    @property
+    def sound_speed(self) -> float:
+        """c_a = c_s √(2τ − 1) = √(2ν): the speed of the scheme's pressure waves. The Taylor
+        expansion of eq. (11) gives ∂t ρ + (2τ − 1) ∇·(ρu) = ∇²ρ/6; a uniform flow faster
+        than c_a is linearly unstable and the incompressibility error goes as (u / c_a)²
+        (docs/validation/lwacm_energy.md)."""
+        return math.sqrt(2.0 * self.nu)
 
     @property
     def kappa(self) -> float:
@@ -78,6 +97,9 @@ class LwacmParameters(RelaxationTime):
         return 2.0 * (self.omega - 1.0) / self.omega
 
     def check(self, lattice: Lattice) -> None:
+        if self.les is not None and not self.fused:
+            raise ValueError("les (a subgrid model) runs with compute 'lwacm-fused' (single step) "
+                             "only; valid for 'lwacm': les=None")
         if self.force is not None and len(self.force) != lattice.d:
             raise ValueError(f"force needs {lattice.d} components for {lattice.name}, "
                              f"got {self.force}")

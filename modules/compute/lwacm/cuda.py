@@ -66,7 +66,8 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         moving = bool(np.any(tags.bc_table[:, :3] != 0))
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
-            scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK)
+            scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
+            les=params.les if self.scheme == "fused" else None)
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))

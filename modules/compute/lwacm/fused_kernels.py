@@ -148,7 +148,7 @@ PATHS = ("bulk", "rest", "moving")
 """The three instantiations of the update: no tag read, walls at rest, moving walls."""
 
 
-def _update(lattice, force, path: str) -> str:
+def _update(lattice, force, path: str, les=None) -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
@@ -182,7 +182,7 @@ def _update(lattice, force, path: str) -> str:
             em.raw(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
         return Expr(f"r{i}", atom=True), [Expr(f"v{ax}{i}", atom=True) for ax in axes]
 
-    rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force)
+    rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force, les)
     em.raw("node_t out;")
     em.raw(f"out.rho = {rho};")
     for a, ax in enumerate(AXES):
@@ -191,7 +191,8 @@ def _update(lattice, force, path: str) -> str:
     return em.code(16)
 
 
-def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0) -> str:
+def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
+           les=None) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none)."""
     three = lattice.d == 3
@@ -206,7 +207,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0) -
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "moving")}
+{_update(lattice, force, "moving", les)}
                 }}
 """ if moving_walls else "")
     return f"""
@@ -266,11 +267,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0) -
             const size_t row = y + (size_t)ny * z;
             const unsigned char flag = tile_flags[(x / TILE) + (size_t)tiles_x * row];
             if (!flag) {{
-{_update(lattice, force, "bulk")}
+{_update(lattice, force, "bulk", les)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "rest")}
+{_update(lattice, force, "rest", les)}
                 }}
             }}
         }}

@@ -55,6 +55,9 @@ class LwacmKernelConfig(cuda.KernelConfig):
     """Single step, 3D: rows of the 32-wide block (32 x rows threads); 0: by precision
     (:func:`.reference.fused_rows`)."""
 
+    les: object = None
+    """Single step: the subgrid model (:mod:`thelma_py.subgrid`), its constant baked in."""
+
     @property
     def plane_rows(self) -> int:
         """The single-step block's rows: :attr:`rows`, or the default for the precision."""
@@ -116,5 +119,5 @@ def generate(cfg: LwacmKernelConfig) -> str:
         rows = cfg.plane_rows
         parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS,
                   fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
-                                       cfg.min_blocks)]
+                                       cfg.min_blocks, cfg.les)]
     return "\n".join(parts)

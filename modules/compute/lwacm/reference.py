@@ -257,7 +257,8 @@ class NumpyLwacmFused(_NumpyBase):
         for _ in range(n):
             w = self.w
             rho, u = rule.single_step(self.lattice, lambda i, w=w: self.upstream(w, i),
-                                      self.kappa, identity_let, self.force)
+                                      self.kappa, identity_let, self.force,
+                                      self.params.les)
             new = np.array([rho, *u], dtype=self.dtype)
             self._keep_solid(new, w)
             self.w = new

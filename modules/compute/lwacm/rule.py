@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from numbers import Number
 
-from thelma_py.codegen.expr import dot
+from thelma_py.codegen.expr import dot, sqrt
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import moments
 
@@ -83,8 +83,63 @@ def two_step(lattice: Lattice, f_in: Sequence, j0: Sequence, kappa, let: Callabl
     return rho, u, j, fstar(lattice, rho, u, kappa, let)
 
 
+def _velocity_at(lattice: Lattice, fetch: Callable) -> Callable:
+    """u at x + e for a lattice vector e of the stencil (or 0): ``fetch(i)`` gives x − c_i."""
+    index = {tuple(int(v) for v in lattice.c[i]): i for i in range(lattice.q)}
+    return lambda e: fetch(index[tuple(-v for v in e)])[1]
+
+
+def strain_and_gradient(lattice: Lattice, fetch: Callable, let: Callable):
+    """|S| = √(2 S:S) at a node and its gradient ∇|S|, by central differences of the upstream
+    velocities (``fetch(i)`` = (ρ, u) of x − c_i, wall ghosts applied, so a wall enters as its
+    Dirichlet value at the link midpoint): ∂_b u_a ≈ (u_a(x + e_b) − u_a(x − e_b)) / 2, second
+    derivatives from the axis and face-diagonal neighbours (D2Q9, D3Q19 and D3Q27 hold them all);
+    ∂_c|S| = 2 S:∂_c S / |S| (0 where |S| = 0)."""
+    d = lattice.d
+    at = _velocity_at(lattice, fetch)
+    unit = [tuple(1 if k == b else 0 for k in range(d)) for b in range(d)]
+
+    def shifted(*vectors):
+        return tuple(sum(v[k] for v in vectors) for k in range(d))
+
+    def neg(e):
+        return tuple(-v for v in e)
+
+    u0 = at((0,) * d)
+    grad = [[let(0.5 * (at(unit[b])[a] - at(neg(unit[b]))[a]), f"du{a}{b}")
+             for b in range(d)] for a in range(d)]  # grad[a][b] = ∂_b u_a
+
+    def second(a, b, c):  # ∂_b ∂_c u_a
+        if b == c:
+            return at(unit[b])[a] - 2.0 * u0[a] + at(neg(unit[b]))[a]
+        eb, ec = unit[b], unit[c]
+        return 0.25 * (at(shifted(eb, ec))[a] - at(shifted(eb, neg(ec)))[a]
+                       - at(shifted(neg(eb), ec))[a] + at(shifted(neg(eb), neg(ec)))[a])
+
+    pairs = [(a, b) for a in range(d) for b in range(a, d)]
+    strain = {(a, b): let(0.5 * (grad[a][b] + grad[b][a]), f"S{a}{b}") for a, b in pairs}
+    weight = {(a, b): 1.0 if a == b else 2.0 for a, b in pairs}  # S:S counts S_ab twice
+    norm = let(sqrt(2.0 * sum(weight[p] * strain[p] * strain[p] for p in pairs)), "strain")
+    inverse = let(2.0 / (norm + 1e-30), "inv_strain")
+    gradient = [let(inverse * sum(weight[(a, b)] * strain[(a, b)]
+                                  * (0.5 * (second(a, b, c) + second(b, a, c)))
+                                  for a, b in pairs), f"dS{c}") for c in range(d)]
+    return norm, gradient
+
+
+def strain_norm(lattice: Lattice, fetch: Callable, let: Callable):
+    """|S| = √(2 S:S) at a node (:func:`strain_and_gradient`)."""
+    return strain_and_gradient(lattice, fetch, let)[0]
+
+
+def les_kappa(model, kappa0, strain):
+    """κ = 2 (1 − τ) of a node whose relaxation time the subgrid ``model`` raises from τ₀ =
+    1 − κ₀/2 for the strain rate ``strain`` = |S| (one formula for NumPy and CUDA)."""
+    return 2.0 * (1.0 - model.tau_from_strain(1.0 - 0.5 * kappa0, strain))
+
+
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
-                force: Sequence[float] | None = None):
+                force: Sequence[float] | None = None, les=None):
     """One single-step update of a node. ``upstream(i)`` gives (ρ, u) of the upstream node
     x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
     each just before its direction is used (so generated code loads one neighbour at a time).
@@ -98,7 +153,23 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
 
     with f*_i = ρ (w_i − 3/2 w_i |u|² + (c_i·u)(3 w_i (1 − κ) + 9/2 w_i c_i·u)) of the upstream
     node: the same rule as eq. (11), in about half the operations of one equilibrium per link.
+
+    ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): all upstream values are fetched first,
+    |S| and ∇|S| from their differences (:func:`strain_and_gradient`) raise the node's τ, and
+    each link takes κ at its midpoint, κ_i = κ(x) − ½ c_i·∇κ, in eq. (11):
+    f_i(x, t+1) = f^(e)_i(x − c_i) + κ_i (f^(e,o)_i(x) − f^(e,o)_i(x − c_i)). A Taylor
+    expansion gives the viscous term in divergence form, ∇·(ν(x)(∇u + ∇uᵀ + I ∇·u)); with κ(x)
+    for every link it would be ν(x)∇²u (not dissipative), with κ of the upstream node ∇²(ν u).
     """
+    link_shift = None
+    if les is not None:
+        fetched = {i: upstream(i) for i in range(lattice.q)}
+        upstream = fetched.__getitem__
+        strain, slope = strain_and_gradient(lattice, upstream, let)
+        kappa = let(les_kappa(les, kappa, strain), "kappa_t")
+        # κ at the link midpoint x − c_i/2: κ(x) − ½ c_i·∇κ, ∇κ = −6 C_s² ∇|S|
+        k3 = 3.0 * les.c_s * les.c_s
+        link_shift = [let(k3 * slope_c, f"dk{c}") for c, slope_c in enumerate(slope)]
     rho0, u0 = upstream(0)
     linear = {}  # w 3(1 − κ), one per weight
     rho = None
@@ -110,6 +181,10 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
         cu = dot(lattice.c[i], u_i)
         if isinstance(cu, Number) and cu == 0:  # the rest direction
             s = let(rho_i * (w - (1.5 * w) * usq), f"s{i}")
+        elif link_shift is not None:  # each link its own κ_i = κ + c_i·(3 C_s² ∇|S|)
+            kappa_i = kappa + dot(lattice.c[i], link_shift)
+            lin = let((3.0 * w) * (1.0 - kappa_i), f"lin{i}")
+            s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
         else:
             if w not in linear:
                 linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
@@ -117,10 +192,20 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
         rho = s if rho is None else let(rho + s, f"m{i}")
         j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}")
              for a, (ja, c) in enumerate(zip(j, lattice.c[i], strict=True))]
+    if link_shift is not None:  # Σ_i κ_i f^(e,o)_i(x) = 3 C_s² ρ u·∇|S| (its Σ c_i part: κ ρ u)
+        rho = let(rho + rho0 * dot_list(u0, link_shift), "m_les")
     inverse = let(1.0 / rho, "inv_rho")
     u = [let((ja + kappa * rho0 * ua) * inverse, f"u{'xyz'[a]}")
          for a, (ja, ua) in enumerate(zip(j, u0, strict=True))]
     return rho, add_force(u, let, force)
+
+
+def dot_list(a: Sequence, b: Sequence):
+    """Σ a_k b_k of two equally long sequences."""
+    total = None
+    for x, y in zip(a, b, strict=True):
+        total = x * y if total is None else total + x * y
+    return total
 
 
 def wall_ghost(rho, u: Sequence, wall_velocity: Sequence | None):

@@ -71,7 +71,9 @@ class Lbm(RelaxationTime):
     addressing through a neighbour table: see :mod:`.sparse`; pull streaming only)."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
-    streaming_stores (evict-first stores). Results do not depend on them."""
+    streaming_stores (evict-first stores), propagation ('direct' | 'shared' | 'shuffle': how
+    populations with c_x ≠ 0 cross between threads, dense pull or push; see
+    :mod:`.propagation`). Results do not depend on them."""
 
     @property
     def omega_minus(self) -> float:
@@ -117,13 +119,16 @@ class Lbm(RelaxationTime):
         options = {**CUDA_OPTIONS, **self.cuda_options}
         # the same configuration (collision, precision, boundaries) drives either layout
         emit = generate_sparse if self.storage == "sparse" else generate
+        if self.storage == "sparse" and options["propagation"] != "direct":
+            raise ValueError(f"cuda_options propagation {options['propagation']!r} is for "
+                             "dense storage; sparse storage reads through its neighbour table")
         return emit(KernelConfig(
             lattice=lattice, relaxation=self.relaxation(lattice),
             real="float" if np.dtype(dtype) == np.float32 else "double", scheme=self.streaming,
             force=self.force, moving_walls=moving_walls, block=options["block"],
             min_blocks=options["min_blocks"],
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
-            interpolated=interpolated))
+            interpolated=interpolated, propagation=options["propagation"]))
 
     def check(self, lattice: Lattice) -> None:
         if self.tau > MAX_TAU:

@@ -27,12 +27,14 @@ from thelma_py.codegen.cuda import c3 as _c3
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
+from thelma_py.modules.compute.lbm import propagation as variants
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
 from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
-CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
+CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False,
+                "propagation": "direct"}
 """Defaults of ``Lbm.cuda_options`` (the tuning fields of :class:`KernelConfig`)."""
 
 
@@ -52,6 +54,13 @@ class KernelConfig(cuda.KernelConfig):
     """(node kind name, face) pairs of the open boundaries present; () for none."""
     interpolated: bool = attrs.field(default=False)
     """INTERPOLATED nodes present (bodies with interpolated bounce-back; pull only)."""
+    propagation: str = attrs.field(default="direct",
+                                   validator=attrs.validators.in_(variants.PROPAGATIONS))
+    """How populations with c_x ≠ 0 cross between threads (:mod:`.propagation`)."""
+
+    @propagation.validator
+    def _check_propagation(self, _, value):
+        variants.check(value, self.scheme, bool(self.boundaries or self.interpolated))
 
     @interpolated.validator
     def _check_interpolated(self, _, value):
@@ -162,21 +171,34 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
     # a variant without any tag logic, 25.6 against 24.8 GLUPS; see benchmarks/NOTES.md.)
     lines = ["const unsigned char tile = "
              "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)];"]
+    moved = cfg.propagation != "direct"  # a variant of .propagation: no early returns
+    if moved and cfg.scheme == "pull":
+        loads = variants.pull_loads(cfg.lattice, cfg.propagation, cfg.block, loads)
     lines += loads
     lines += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;"]
     if cfg.boundaries or cfg.interpolated:  # those kinds stream and collide; walls stop
         lines += ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"] + fixups
         lines += _open_call(cfg)
+    elif moved and cfg.scheme == "push":  # every thread reaches the shifts of the stores
+        lines += ["const bool live = inside && (tag & TAG_KIND_MASK) == KIND_FLUID;"] + fixups
+        writes = variants.push_writes(cfg.lattice, cfg.propagation, cfg.block, writes,
+                                      LINK_SHIFT, "__stcs" if cfg.streaming_stores else "store")
     else:
         lines += ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
     code = "\n".join(pad + line.replace("\n", "\n" + pad) for line in lines)
     code += "\n" + body
     if store:
-        code += "\n" + "\n".join([f"    rho_out[n] = {rho};"] +
-                                  [f"    u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
+        macro = ([f"rho_out[n] = {rho};"] +
+                 [f"u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
+        if moved and cfg.scheme == "push":
+            macro = ["if (live) {"] + ["    " + m for m in macro] + ["}"]
+        code += "\n" + "\n".join("    " + m for m in macro)
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
     signature = step_args(cfg.scheme).signature(name, cfg.launch_bounds)
-    return f"{signature}\n{{\n{cuda.prologue(offsets=True)}\n{code}\n}}\n"
+    prologue = cuda.prologue(offsets=True)
+    if moved:
+        prologue = variants.clamped_prologue(prologue)
+    return f"{signature}\n{{\n{prologue}\n{code}\n}}\n"
 
 
 def kernel_names(scheme: str) -> dict[tuple[str, bool], str]:

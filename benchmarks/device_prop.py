@@ -1,0 +1,102 @@
+"""Issue #19 items 3–4 on the GPU: the propagation experiment (Mawson & Revell 2014) and the
+closed-box variants, in one sweep that fits in about 5 minutes on an H100.
+
+Propagation table: D3Q19 BGK pull and push, periodic; direct, shared and shuffle; blocks 32,
+64, 128, 256; fp32 at 128³, 256³, 384³ and fp64 at 256³ (fp64 at 128³ and 384³ trimmed to fit
+the time). Closed box: pull (the three variants) and AA, fp32, 256³ cavity (lid), blocks 128
+and 256 for pull, 64 and 128 for AA, with the fp32 pull and AA periodic references.
+
+Each configuration starts at rest (ρ = 1, u = 0: the kernels have no data-dependent branches in
+a periodic box or a cavity, so the state does not change their speed) and is timed with CUDA
+events, 5 repeats of ~0.1 s, after a warm-up (``thelma_py.tools.bench.time_engine``). Results go
+to ``$OUT/prop.json`` after every configuration; ``--budget`` seconds (default 330) stop the
+sweep early and list what was skipped. Table for the docs, on any machine::
+
+    python3 benchmarks/prop_table.py out/prop.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+import attrs
+
+from thelma_py.backend import select_backend
+from thelma_py.tools.bench import BenchConfig, build_engine, copy_bandwidth, time_engine
+from thelma_py.tools.bench_cases import environment, save
+
+VARIANTS = ("direct", "shared", "shuffle")
+
+
+def plan() -> list[tuple[str, BenchConfig]]:
+    """(part, configuration) of the sweep, in the order run (closed box first: the bars)."""
+    closed = [("closed", BenchConfig(streaming=s, case=c, size=256, block=b, propagation=p))
+              for s, c, b, p in [("pull", "periodic", 128, "direct"),
+                                 ("pull", "periodic", 256, "direct")]
+              + [("pull", "cavity", b, p) for b in (128, 256) for p in VARIANTS]
+              + [("aa", c, b, "direct") for c in ("periodic", "cavity") for b in (64, 128)]]
+    table = [("propagation", BenchConfig(streaming=s, precision=r, size=n, block=b,
+                                         propagation=p))
+             for r, s, n, p, b in itertools.product(
+                 ("float32", "float64"), ("pull", "push"), (128, 256, 384), VARIANTS,
+                 (32, 64, 128, 256))
+             if r == "float32" or n == 256]
+    return closed + table
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path,
+                        default=Path(os.environ.get("OUT", "out")) / "prop.json")
+    parser.add_argument("--budget", type=float, default=330.0,
+                        help="seconds after which no new configuration starts")
+    parser.add_argument("--target-seconds", type=float, default=0.1)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    start = time.time()
+    backend = select_backend("cuda")
+    cp = backend.xp
+    copy_bw = copy_bandwidth(cp)
+    env = environment(cp)
+    print(f"device: {env['device']}  commit {env['commit']}  copy {copy_bw / 1e9:.0f} GB/s")
+    records, skipped = [], []
+    for part, cfg in plan():
+        if time.time() - start > args.budget:
+            skipped.append({"part": part, **attrs.asdict(cfg)})
+            continue
+        try:
+            engine, nodes = build_engine(cfg, backend, uniform=True)
+            timing = time_engine(cp, engine, nodes, args.target_seconds, args.repeats)
+            achieved = timing["mlups"] * 1e6 * engine.traffic_bytes_per_node
+            record = {"part": part, **attrs.asdict(cfg), **timing,
+                      "bytes_per_node": engine.traffic_bytes_per_node,
+                      "fraction_of_copy": achieved / copy_bw}
+            del engine
+        except Exception as error:  # one failing variant must not cost the rest
+            record = {"part": part, **attrs.asdict(cfg), "error": f"{type(error).__name__}: "
+                                                               f"{error}"}
+        cp.get_default_memory_pool().free_all_blocks()
+        records.append(record)
+        save(args.out, {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
+                        "skipped": skipped, "partial": True})
+        result = (f"{record['mlups']:8.0f} MLUPS {record['fraction_of_copy']:6.1%}"
+                  if "mlups" in record else record["error"])
+        print(f"{time.time() - start:6.0f}s {part:<12} {cfg.label:<58} {result}", flush=True)
+    save(args.out, {**env, "copy_bandwidth_GBs": copy_bw / 1e9, "results": records,
+                    "skipped": skipped})
+    print(f"wrote {args.out} ({len(records)} configurations, {len(skipped)} skipped, "
+          f"{time.time() - start:.0f} s)")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from prop_table import summary  # beside this file
+
+    print(summary(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -46,7 +46,8 @@ def propagation_tables(records: list[dict]) -> str:
     out = []
     for scheme in ("pull", "push"):
         for precision in ("float32", "float64"):
-            mine = [r for r in rows if r["streaming"] == scheme and r["precision"] == precision]
+            mine = [r for r in rows if r["streaming"] == scheme and r["precision"] == precision
+                    and r.get("wall_launch", "fused") == "fused"]
             if not mine:
                 continue
             sizes = sorted({r["size"] for r in mine})
@@ -96,13 +97,13 @@ def summary(records: list[dict]) -> str:
 
 def closed_box(records: list[dict]) -> str:
     rows = [r for r in records if r.get("part") == "closed"]
-    lines = ["| scheme | case | block | propagation | MLUPS | of copy |",
-             "|---|---|---:|---|---:|---:|"]
+    lines = ["| scheme | case | block | propagation | wall launch | MLUPS | of copy |",
+             "|---|---|---:|---|---|---:|---:|"]
     for r in rows:
         value = (f"{r['mlups']:,.0f} | {r['fraction_of_copy']:.1%}" if "mlups" in r
                  else f"{r.get('error', '')} | –")
         lines.append(f"| {r['streaming']} | {r['case']} | {r['block']} | {r['propagation']} | "
-                     f"{value} |")
+                     f"{r.get('wall_launch', 'fused')} | {value} |")
     return "\n".join(lines)
 
 

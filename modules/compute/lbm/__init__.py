@@ -73,7 +73,8 @@ class Lbm(RelaxationTime):
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores), propagation ('direct' | 'shared' | 'shuffle': how
     populations with c_x ≠ 0 cross between threads, dense pull or push; see
-    :mod:`.propagation`). Results do not depend on them."""
+    :mod:`.propagation`), wall_launch ('fused' | 'split': wall tiles in the step kernel or in
+    a kernel of their own). Results do not depend on them."""
 
     @property
     def omega_minus(self) -> float:
@@ -119,16 +120,18 @@ class Lbm(RelaxationTime):
         options = {**CUDA_OPTIONS, **self.cuda_options}
         # the same configuration (collision, precision, boundaries) drives either layout
         emit = generate_sparse if self.storage == "sparse" else generate
-        if self.storage == "sparse" and options["propagation"] != "direct":
-            raise ValueError(f"cuda_options propagation {options['propagation']!r} is for "
-                             "dense storage; sparse storage reads through its neighbour table")
+        if self.storage == "sparse" and (options["propagation"], options["wall_launch"]) != (
+                "direct", "fused"):
+            raise ValueError("cuda_options propagation and wall_launch are for dense storage; "
+                             "sparse storage reads through its neighbour table")
         return emit(KernelConfig(
             lattice=lattice, relaxation=self.relaxation(lattice),
             real="float" if np.dtype(dtype) == np.float32 else "double", scheme=self.streaming,
             force=self.force, moving_walls=moving_walls, block=options["block"],
             min_blocks=options["min_blocks"],
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
-            interpolated=interpolated, propagation=options["propagation"]))
+            interpolated=interpolated, propagation=options["propagation"],
+            wall_launch=options["wall_launch"]))
 
     def check(self, lattice: Lattice) -> None:
         if self.tau > MAX_TAU:

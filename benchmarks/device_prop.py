@@ -6,7 +6,8 @@ Propagation table: D3Q19 BGK pull and push, periodic; direct, shared and shuffle
 64, 128, 256; fp32 at 128³, 256³, 384³ and fp64 at 256³ (fp64 at 128³ and 384³ trimmed to fit
 the time). Closed box: fp32 256³, pull (blocks 128, 256) and AA (blocks 64, 128), periodic and
 cavity (lid), each with ``wall_launch`` fused and split (periodic split: the bulk kernel alone,
-the price of its tile-flag check); pull cavity also with the shared and shuffle variants.
+the price of its tile-flag check), the cavity also with ``moving_tiles`` (both launches); pull
+cavity also with the shared and shuffle variants.
 
 Each configuration starts at rest (ρ = 1, u = 0: the kernels have no data-dependent branches in
 a periodic box or a cavity, so the state does not change their speed) and is timed with CUDA
@@ -39,14 +40,16 @@ VARIANTS = ("direct", "shared", "shuffle")
 def plan() -> list[tuple[str, BenchConfig]]:
     """(part, configuration) of the sweep, in the order run (closed box first: the bars)."""
     closed = [("closed", BenchConfig(streaming=s, case=c, size=256, block=b, propagation=p,
-                                     wall_launch=w))
-              for s, c, b, p, w in
-              [("pull", c, b, "direct", w) for c in ("periodic", "cavity") for b in (128, 256)
-               for w in ("fused", "split")]
-              + [("pull", "cavity", b, p, "fused") for b in (128, 256)
-                 for p in ("shared", "shuffle")]
-              + [("aa", c, b, "direct", w) for c in ("periodic", "cavity") for b in (64, 128)
-                 for w in ("fused", "split")]]
+                                     wall_launch=w, moving_tiles=m))
+              for s, c, b, p, w, m in
+              [(s, c, b, "direct", w, False) for s, blocks in (("pull", (128, 256)),
+                                                               ("aa", (64, 128)))
+               for c in ("periodic", "cavity") for b in blocks for w in ("fused", "split")]
+              + [(s, "cavity", b, "direct", w, True) for s, blocks in (("pull", (128, 256)),
+                                                                       ("aa", (64, 128)))
+                 for b in blocks for w in ("fused", "split")]
+              + [("pull", "cavity", b, p, "fused", False) for b in (128, 256)
+                 for p in ("shared", "shuffle")]]
     # by priority, so that the time budget cuts the least wanted: 256³ fp32, 256³ fp64, then
     # fp32 at 128³ and 384³ (fp64 at 128³ and 384³ is not planned)
     order = [("float32", 256), ("float64", 256), ("float32", 128), ("float32", 384)]

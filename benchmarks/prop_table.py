@@ -97,13 +97,14 @@ def summary(records: list[dict]) -> str:
 
 def closed_box(records: list[dict]) -> str:
     rows = [r for r in records if r.get("part") == "closed"]
-    lines = ["| scheme | case | block | propagation | wall launch | MLUPS | of copy |",
-             "|---|---|---:|---|---|---:|---:|"]
+    lines = ["| scheme | case | block | propagation | wall launch | moving tiles | MLUPS | "
+             "of copy |", "|---|---|---:|---|---|---|---:|---:|"]
     for r in rows:
         value = (f"{r['mlups']:,.0f} | {r['fraction_of_copy']:.1%}" if "mlups" in r
                  else f"{r.get('error', '')} | –")
         lines.append(f"| {r['streaming']} | {r['case']} | {r['block']} | {r['propagation']} | "
-                     f"{r.get('wall_launch', 'fused')} | {value} |")
+                     f"{r.get('wall_launch', 'fused')} | "
+                     f"{'yes' if r.get('moving_tiles') else 'no'} | {value} |")
     return "\n".join(lines)
 
 

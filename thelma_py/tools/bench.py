@@ -46,6 +46,8 @@ class BenchConfig:
     """LBM dense pull/push: how populations with c_x ≠ 0 cross threads (cuda_options)."""
     wall_launch: str = "fused"
     """LBM dense: wall tiles in the step kernel ('fused') or in their own ('split')."""
+    moving_tiles: bool = False
+    """LBM dense: moving-wall terms only in tiles that touch a moving wall."""
 
     @property
     def label(self) -> str:
@@ -54,7 +56,8 @@ class BenchConfig:
             f" {self.storage}" if self.storage != "dense" else "") + (
             f" {self.fluid_fraction:.0%}" if self.case == "porous" else "") + (
             f" {self.propagation}" if self.propagation != "direct" else "") + (
-            f" {self.wall_launch}" if self.wall_launch != "fused" else "")
+            f" {self.wall_launch}" if self.wall_launch != "fused" else "") + (
+            " moving-tiles" if self.moving_tiles else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -95,7 +98,8 @@ def compute_params(cfg: BenchConfig):
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores,
                                   "propagation": cfg.propagation,
-                                  "wall_launch": cfg.wall_launch}}
+                                  "wall_launch": cfg.wall_launch,
+                                  "moving_tiles": cfg.moving_tiles}}
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
 
 
@@ -250,14 +254,14 @@ def _words(text: str) -> list[str]:
 def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     """Skip what a sweep would repeat or cannot run: fluid fractions of cases that are not
     porous, sparse storage outside LBM pull and AA, propagation variants outside LBM dense
-    pull and push, split wall launches outside LBM dense direct."""
+    pull and push, split wall launches and moving tiles outside LBM dense direct."""
     if cfg.case != "porous" and cfg.fluid_fraction != first_fraction:
         return False
     if cfg.propagation != "direct" and (cfg.compute != "lbm" or cfg.storage != "dense"
                                         or cfg.streaming == "aa"):
         return False
-    if cfg.wall_launch != "fused" and (cfg.compute != "lbm" or cfg.storage != "dense"
-                                       or cfg.propagation != "direct"):
+    if (cfg.wall_launch != "fused" or cfg.moving_tiles) and (
+            cfg.compute != "lbm" or cfg.storage != "dense" or cfg.propagation != "direct"):
         return False
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
@@ -288,6 +292,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "direct,shared,shuffle")
     parser.add_argument("--wall-launch", type=_words, default=["fused"],
                         help="LBM dense wall-tile launches to sweep: fused,split")
+    parser.add_argument("--moving-tiles", type=_ints, default=[0],
+                        help="LBM dense: 0,1 to compare moving-wall terms everywhere / only in "
+                             "tiles that touch a moving wall")
     parser.add_argument("--storage", type=_words, default=["dense"],
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
@@ -342,7 +349,8 @@ def run(args: argparse.Namespace) -> int:
     configs = [cfg for cfg in (BenchConfig(*values) for values in itertools.product(
         args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
-        args.storage, args.fluid_fraction, args.propagation, args.wall_launch))
+        args.storage, args.fluid_fraction, args.propagation, args.wall_launch,
+        [bool(v) for v in args.moving_tiles]))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

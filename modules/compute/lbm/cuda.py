@@ -13,7 +13,7 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.codegen.compile import compile_module
 from thelma_py.codegen.cuda import TILE
-from thelma_py.codegen.tag_tables import edge_table, tile_flags
+from thelma_py.codegen.tag_tables import any_per_tile, edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
@@ -21,6 +21,7 @@ from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import (
     CUDA_OPTIONS,
+    MOVING_TILE,
     kernel_names,
     step_args,
     wall_args,
@@ -29,6 +30,18 @@ from thelma_py.nodes import NodeTags
 
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
+
+
+def moving_tile_flags(walls: layouts.WallLinks, shape: tuple) -> np.ndarray:
+    """:data:`.kernels.MOVING_TILE` where a wall link of the tile ends on a moving wall."""
+    moving = np.zeros(int(np.prod(shape)), dtype=bool)
+    for i, velocity in walls.velocity.items():
+        if velocity is not None:
+            index = np.asarray(walls.index[i].get() if hasattr(walls.index[i], "get")
+                               else walls.index[i])
+            speed = np.asarray(velocity.get() if hasattr(velocity, "get") else velocity)
+            moving[index[np.any(speed != 0, axis=0)]] = True
+    return any_per_tile(moving.reshape(shape)).astype(np.uint8) * MOVING_TILE
 
 
 class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
@@ -54,6 +67,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         options = {**CUDA_OPTIONS, **params.cuda_options}
         self.block = options["block"]
         self.split = options["wall_launch"] == "split"  # bulk and wall tiles launched apart
+        self.walls = layouts.WallLinks(lattice, tags, self.dtype, cupy)
+        flags = tile_flags(tags)
+        if options["moving_tiles"]:
+            flags = flags | moving_tile_flags(self.walls, tags.tags.shape)
         module = compile_module(self.source)
         self.kernels = {key: module.get_function(name) for key, name in
                         kernel_names(self.scheme, "bulk" if self.split else "").items()}
@@ -64,13 +81,12 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                                  for key, name in kernel_names(self.scheme, "walls").items()}
             self.wall_args = wall_args(self.scheme).bind(real_t=self.dtype,
                                                          tag_t=tags.tags.dtype)
-            listed = np.flatnonzero(tile_flags(tags).reshape(-1)).astype(np.int32)
+            listed = np.flatnonzero(flags.reshape(-1)).astype(np.int32)
             self.n_wall_tiles = np.int32(len(listed))
             self.wall_tiles = xp.asarray(np.append(listed, 0).astype(np.int32))
-        self.walls = layouts.WallLinks(lattice, tags, self.dtype, xp)
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
         self.tag_words = xp.asarray(tags.tags)
-        self.tile_flags = xp.asarray(tile_flags(tags))
+        self.tile_flags = xp.asarray(flags)
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.edge_bc = xp.asarray(edge_table(tags))
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)

@@ -34,7 +34,9 @@ from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
 CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False,
-                "propagation": "direct", "wall_launch": "fused"}
+                "propagation": "direct", "wall_launch": "fused", "moving_tiles": False}
+MOVING_TILE = 2
+"""Tile flag bit (``moving_tiles``): a wall link of the tile ends on a moving wall."""
 WALL_LAUNCHES = ("fused", "split")
 """``fused``: one kernel, wall code run where a tile is flagged; ``split``: a bulk kernel with no
 wall code that skips flagged tiles, then a kernel over the list of flagged tiles only."""
@@ -63,6 +65,15 @@ class KernelConfig(cuda.KernelConfig):
 
     wall_launch: str = attrs.field(default="fused", validator=attrs.validators.in_(WALL_LAUNCHES))
     """One kernel for every tile, or the bulk and the flagged (wall) tiles apart."""
+
+    moving_tiles: bool = attrs.field(default=False)
+    """Ladd's moving-wall term only in tiles flagged :data:`MOVING_TILE` (one warp-uniform
+    branch); other wall links bounce back plainly, with no wall-row lookups."""
+
+    @moving_tiles.validator
+    def _check_moving_tiles(self, _, value):
+        if value and self.propagation != "direct":
+            raise ValueError("moving_tiles runs with propagation 'direct'")
 
     @propagation.validator
     def _check_propagation(self, _, value):
@@ -171,8 +182,10 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
         wall = f"((tag >> {LINK_SHIFT + j - 1}) & 1)"
         if cfg.moving_walls:
             setup, term = _wall_term(cfg, j)
+            # moving_tiles: elsewhere the term is ±0 (one more uniform test, no code copied)
+            moving = f"{wall} && (tile & {MOVING_TILE})" if cfg.moving_tiles else wall
             lines.append(f"real_t q{i} = p{i};\n"
-                         f"if ({wall}) {{ {setup} q{i} += {term}; }}\n"
+                         f"if ({moving}) {{ {setup} q{i} += {term}; }}\n"
                          f"{store}({wall} ? {address(bounce)} : {address(target)}, q{i});")
         else:
             lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, p{i});")
@@ -182,6 +195,14 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
 def address(element: str) -> str:
     """'a[i]' -> '&a[i]' (stores go through a function so that cache hints can be chosen)."""
     return f"&{element}"
+
+
+def _by_tile(moving: list[str], rest: list[str]) -> list[str]:
+    """Statements ``moving`` in tiles flagged :data:`MOVING_TILE`, ``rest`` elsewhere (one
+    uniform branch: a tile is one warp; per link it held more registers in the AA odd step)."""
+    pad = "    "
+    return ([f"if (tile & {MOVING_TILE}) {{"] + [pad + m for m in moving]
+            + ["} else {"] + [pad + r for r in rest] + ["}"])
 
 
 def _collision(cfg: KernelConfig) -> tuple[str, Expr, list]:
@@ -202,6 +223,8 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
                                           wall_momentum if cfg.moving_walls else None)
     writes = _writes(cfg, parity)
+    if cfg.moving_tiles and cfg.moving_walls:  # wall-row lookups only where a wall moves
+        fixups = _by_tile(fixups, cuda.population_reads(cfg.lattice, cfg.scheme, parity)[1])
     body, rho, u = _collision(cfg)
     pad = " " * 4
     # Every node runs the wall-aware path: clean tiles take a constant 'fluid, no wall link'
@@ -212,7 +235,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     if part == "bulk":  # a warp is a tile: the flagged ones are the wall kernel's
         lines.append("if (tile) return;")
     elif part == "walls":
-        lines = []
+        lines = lines if cfg.moving_tiles else []
     moved = cfg.propagation != "direct"  # a variant of .propagation: no early returns
     if moved and cfg.scheme == "pull":
         loads = variants.pull_loads(cfg.lattice, cfg.propagation, cfg.block, loads)

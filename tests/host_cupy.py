@@ -8,8 +8,13 @@ buffers, in-place AA) this is the kernel's arithmetic and indexing exactly, so t
 Python side (state layouts, launches, conversions) can be tested on the CPU. Kernels with
 shared memory and ``__syncthreads`` (the single-step LW-ACM) are told so by
 ``THELMA_HOST_THREADS``: there every thread stages whole planes itself, so a thread run alone
-sees the same shared values as in a block. Such blocks still run twice (a harmless repeat for
-two-buffer kernels, where a pass writes only ``dst``). Streams and events run everything in
+sees the same shared values as in a block. Kernels with ``__syncthreads`` or warp shuffles
+(``__shfl_up_sync`` / ``__shfl_down_sync``) run each block twice: the first pass fills the
+shared arrays and records every thread's shuffled values (in the order of its shuffle calls),
+writing into scratch copies of the kernel's writable arrays; the second pass, which writes the
+real arrays, reads the neighbours' values recorded by the first. That is exact for kernels
+whose shared and shuffled values depend only on what the launch does not write (two-buffer
+kernels). Streams and events run everything in
 the order it is enqueued (the distributed schedule's launches read no value another one of the
 same step writes, so that order is one the GPU may take); stream capture records the launches
 instead of running them, and the graph it returns replays them with the same arguments, as a
@@ -45,8 +50,22 @@ using std::sqrt;  // CUDA's sqrt(float) and sqrt(double) overloads
 #define __syncthreads()
 #define __align__(n) alignas(n)
 #define THELMA_HOST_THREADS 1
+#include <cstring>
 struct thread_index { unsigned x, y, z; };
 static thread_index blockIdx, blockDim, threadIdx;
+static unsigned char host_lanes[1024][64][8];
+static unsigned host_shuffle_call;
+template <class T> T host_shuffle(T v, int delta) {
+    const unsigned call = host_shuffle_call++;
+    std::memcpy(host_lanes[threadIdx.x][call], &v, sizeof(T));
+    const int lane = (int)(threadIdx.x & 31) + delta;
+    if (lane < 0 || lane > 31) return v;
+    T out;
+    std::memcpy(&out, host_lanes[threadIdx.x + delta][call], sizeof(T));
+    return out;
+}
+template <class T> T __shfl_up_sync(unsigned, T v, unsigned d) { return host_shuffle(v, -(int)d); }
+template <class T> T __shfl_down_sync(unsigned, T v, unsigned d) { return host_shuffle(v, (int)d); }
 """
 
 KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)')
@@ -136,23 +155,30 @@ class RawModule:
         self._scalar = ctypes.c_double if real == "double" else ctypes.c_float
         self._params = {}
         launchers = []
-        passes = 2 if "__syncthreads" in code else 1
+        self._passes = 2 if "__syncthreads" in code or "__shfl_" in code else 1
         for name, params in KERNEL.findall(code):
             names = [p.split()[-1] for p in params.split(",")]
+            writable = ["*" in p and "const" not in p for p in params.split(",")]
             self._params[name] = ["*" in p for p in params.split(",")], [
-                "int " in p and "*" not in p for p in params.split(",")]
+                "int " in p and "*" not in p for p in params.split(",")], writable
+            scratch = ", ".join(p.rsplit(n, 1)[0] + n + "_scratch" for p, n, w in
+                                zip(params.split(","), names, writable, strict=True) if w)
+            first = [n + "_scratch" if w else n for n, w in zip(names, writable, strict=True)]
             launchers.append(
                 f'extern "C" void launch_{name}(unsigned gx, unsigned gy, unsigned gz, '
-                f"unsigned bx, unsigned by, unsigned bz, {params}) {{\n"
+                f"unsigned bx, unsigned by, unsigned bz, {params}"
+                f"{', ' + scratch if scratch else ''}) {{\n"
                 "    blockDim.x = bx; blockDim.y = by; blockDim.z = bz;\n"
                 "    for (unsigned c = 0; c < gz; ++c) for (unsigned b = 0; b < gy; ++b) "
                 "for (unsigned a = 0; a < gx; ++a)\n"
-                f"    for (int pass = 0; pass < {passes}; ++pass)\n"
+                f"    for (int pass = 0; pass < {self._passes}; ++pass)\n"
                 "    for (unsigned z = 0; z < bz; ++z) for (unsigned y = 0; y < by; ++y) "
                 "for (unsigned x = 0; x < bx; ++x) {\n"
                 "        blockIdx.x = a; blockIdx.y = b; blockIdx.z = c;\n"
                 "        threadIdx.x = x; threadIdx.y = y; threadIdx.z = z;\n"
-                f"        {name}({', '.join(names)});\n    }}\n}}\n")
+                "        host_shuffle_call = 0;\n"
+                f"        if (pass + 1 < {self._passes}) {name}({', '.join(first)});\n"
+                f"        else {name}({', '.join(names)});\n    }}\n}}\n")
         text = PRELUDE + code + "\n".join(launchers)
         folder = Path(tempfile.mkdtemp(prefix="host_cupy_"))
         key = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -164,7 +190,7 @@ class RawModule:
         self._lib = ctypes.CDLL(str(folder / f"{key}.so"))
 
     def get_function(self, name: str):
-        pointers, ints = self._params[name]
+        pointers, ints, writable = self._params[name]
         launcher = getattr(self._lib, f"launch_{name}")
 
         def kernel(grid, block, args):
@@ -179,6 +205,9 @@ class RawModule:
                     values.append(ctypes.c_void_p(arg.ctypes.data))
                 else:
                     values.append(ctypes.c_int(int(arg)) if integer else self._scalar(arg))
+            scratch = [np.empty_like(arg) if self._passes > 1 else arg  # first pass writes
+                       for arg, w in zip(args, writable, strict=True) if w]
+            values += [ctypes.c_void_p(a.ctypes.data) for a in scratch]
             launcher(*values)
         return kernel
 

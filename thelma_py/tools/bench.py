@@ -44,6 +44,12 @@ class BenchConfig:
     """Porous case only: the fluid fraction asked of the medium."""
     les: str = "none"
     """Subgrid model of the compute plug-in: "none" or a name of :mod:`thelma_py.subgrid`."""
+    propagation: str = "direct"
+    """LBM dense pull/push: how populations with c_x ≠ 0 cross threads (cuda_options)."""
+    wall_launch: str = "fused"
+    """LBM dense: wall tiles in the step kernel ('fused') or in their own ('split')."""
+    moving_tiles: bool = False
+    """LBM dense: moving-wall terms only in tiles that touch a moving wall."""
 
     @property
     def label(self) -> str:
@@ -51,7 +57,10 @@ class BenchConfig:
             " stcs" if self.streaming_stores else "") + (
             f" {self.storage}" if self.storage != "dense" else "") + (
             f" {self.fluid_fraction:.0%}" if self.case == "porous" else "") + (
-            f" les={self.les}" if self.les != "none" else "")
+            f" les={self.les}" if self.les != "none" else "") + (
+            f" {self.propagation}" if self.propagation != "direct" else "") + (
+            f" {self.wall_launch}" if self.wall_launch != "fused" else "") + (
+            " moving-tiles" if self.moving_tiles else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -90,7 +99,10 @@ def compute_params(cfg: BenchConfig):
     if cfg.compute == "lbm":
         extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
-                                  "streaming_stores": cfg.streaming_stores}}
+                                  "streaming_stores": cfg.streaming_stores,
+                                  "propagation": cfg.propagation,
+                                  "wall_launch": cfg.wall_launch,
+                                  "moving_tiles": cfg.moving_tiles}}
     if cfg.les != "none":
         extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -246,8 +258,15 @@ def _words(text: str) -> list[str]:
 
 def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     """Skip what a sweep would repeat or cannot run: fluid fractions of cases that are not
-    porous, sparse storage outside LBM pull and AA."""
+    porous, sparse storage outside LBM pull and AA, propagation variants outside LBM dense
+    pull and push, split wall launches and moving tiles outside LBM dense direct."""
     if cfg.case != "porous" and cfg.fluid_fraction != first_fraction:
+        return False
+    if cfg.propagation != "direct" and (cfg.compute != "lbm" or cfg.storage != "dense"
+                                        or cfg.streaming == "aa"):
+        return False
+    if (cfg.wall_launch != "fused" or cfg.moving_tiles) and (
+            cfg.compute != "lbm" or cfg.storage != "dense" or cfg.propagation != "direct"):
         return False
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
@@ -273,6 +292,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="minimum blocks per SM for __launch_bounds__ (0: compiler)")
     parser.add_argument("--streaming-stores", type=_ints, default=[0],
                         help="0,1: sweep evict-first stores")
+    parser.add_argument("--propagation", type=_words, default=["direct"],
+                        help="LBM dense pull/push propagation variants to sweep, e.g. "
+                             "direct,shared,shuffle")
+    parser.add_argument("--wall-launch", type=_words, default=["fused"],
+                        help="LBM dense wall-tile launches to sweep: fused,split")
+    parser.add_argument("--moving-tiles", type=_ints, default=[0],
+                        help="LBM dense: 0,1 to compare moving-wall terms everywhere / only in "
+                             "tiles that touch a moving wall")
     parser.add_argument("--storage", type=_words, default=["dense"],
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
@@ -330,7 +357,9 @@ def run(args: argparse.Namespace) -> int:
     configs = [cfg for cfg in (BenchConfig(*values) for values in itertools.product(
         args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
-        args.storage, args.fluid_fraction, args.les)) if _wanted(cfg, args.fluid_fraction[0])]
+        args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
+        [bool(v) for v in args.moving_tiles]))
+        if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
               f"{'GB/s':>7} {'of copy':>8} {'mem B/node':>10}")

@@ -71,7 +71,11 @@ class Lbm(RelaxationTime):
     addressing through a neighbour table: see :mod:`.sparse`; pull streaming only)."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
-    streaming_stores (evict-first stores). Results do not depend on them."""
+    streaming_stores (evict-first stores), propagation ('direct' | 'shared' | 'shuffle': how
+    populations with c_x ≠ 0 cross between threads, dense pull or push; see
+    :mod:`.propagation`), wall_launch ('fused' | 'split': wall tiles in the step kernel or in
+    a kernel of their own), moving_tiles (moving-wall terms only in tiles that touch a moving
+    wall). Results do not depend on them."""
 
     @property
     def omega_minus(self) -> float:
@@ -117,13 +121,19 @@ class Lbm(RelaxationTime):
         options = {**CUDA_OPTIONS, **self.cuda_options}
         # the same configuration (collision, precision, boundaries) drives either layout
         emit = generate_sparse if self.storage == "sparse" else generate
+        if self.storage == "sparse" and (options["propagation"], options["wall_launch"],
+                                         bool(options["moving_tiles"])) != ("direct", "fused",
+                                                                            False):
+            raise ValueError("cuda_options propagation, wall_launch and moving_tiles are for "
+                             "dense storage; sparse storage reads through its neighbour table")
         return emit(KernelConfig(
             lattice=lattice, relaxation=self.relaxation(lattice),
             real="float" if np.dtype(dtype) == np.float32 else "double", scheme=self.streaming,
             force=self.force, moving_walls=moving_walls, block=options["block"],
             min_blocks=options["min_blocks"],
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
-            interpolated=interpolated))
+            interpolated=interpolated, propagation=options["propagation"],
+            wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"])))
 
     def check(self, lattice: Lattice) -> None:
         if self.tau > MAX_TAU:

@@ -12,17 +12,36 @@ import numpy as np
 
 from thelma_py.backend import Backend
 from thelma_py.codegen.compile import compile_module
-from thelma_py.codegen.tag_tables import edge_table, tile_flags
+from thelma_py.codegen.cuda import TILE
+from thelma_py.codegen.tag_tables import any_per_tile, edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
-from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names, step_args
+from thelma_py.modules.compute.lbm.kernels import (
+    CUDA_OPTIONS,
+    MOVING_TILE,
+    kernel_names,
+    step_args,
+    wall_args,
+)
 from thelma_py.nodes import NodeTags
 
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
+
+
+def moving_tile_flags(walls: layouts.WallLinks, shape: tuple) -> np.ndarray:
+    """:data:`.kernels.MOVING_TILE` where a wall link of the tile ends on a moving wall."""
+    moving = np.zeros(int(np.prod(shape)), dtype=bool)
+    for i, velocity in walls.velocity.items():
+        if velocity is not None:
+            index = np.asarray(walls.index[i].get() if hasattr(walls.index[i], "get")
+                               else walls.index[i])
+            speed = np.asarray(velocity.get() if hasattr(velocity, "get") else velocity)
+            moving[index[np.any(speed != 0, axis=0)]] = True
+    return any_per_tile(moving.reshape(shape)).astype(np.uint8) * MOVING_TILE
 
 
 class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
@@ -45,16 +64,29 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                      hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
-        self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
+        options = {**CUDA_OPTIONS, **params.cuda_options}
+        self.block = options["block"]
+        self.split = options["wall_launch"] == "split"  # bulk and wall tiles launched apart
+        self.walls = layouts.WallLinks(lattice, tags, self.dtype, cupy)
+        flags = tile_flags(tags)
+        if options["moving_tiles"]:
+            flags = flags | moving_tile_flags(self.walls, tags.tags.shape)
         module = compile_module(self.source)
-        self.kernels = {key: module.get_function(name)
-                        for key, name in kernel_names(self.scheme).items()}
+        self.kernels = {key: module.get_function(name) for key, name in
+                        kernel_names(self.scheme, "bulk" if self.split else "").items()}
         self.args = step_args(self.scheme).bind(real_t=self.dtype, tag_t=tags.tags.dtype)
         xp = cupy
-        self.walls = layouts.WallLinks(lattice, tags, self.dtype, xp)
+        if self.split:
+            self.wall_kernels = {key: module.get_function(name)
+                                 for key, name in kernel_names(self.scheme, "walls").items()}
+            self.wall_args = wall_args(self.scheme).bind(real_t=self.dtype,
+                                                         tag_t=tags.tags.dtype)
+            listed = np.flatnonzero(flags.reshape(-1)).astype(np.int32)
+            self.n_wall_tiles = np.int32(len(listed))
+            self.wall_tiles = xp.asarray(np.append(listed, 0).astype(np.int32))
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
         self.tag_words = xp.asarray(tags.tags)
-        self.tile_flags = xp.asarray(tile_flags(tags))
+        self.tile_flags = xp.asarray(flags)
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.edge_bc = xp.asarray(edge_table(tags))
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
@@ -194,6 +226,11 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
         args = self.args.pack(self, **buffers, y0=y0, z0=z0)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
+        if self.split and self.n_wall_tiles:  # the flagged tiles, one warp each
+            blocks = (int(self.n_wall_tiles) * TILE + self.block - 1) // self.block
+            self.wall_kernels[(parity, store)](
+                (blocks, 1, 1), (self.block, 1, 1),
+                self.wall_args.pack(self, **buffers, y0=y0, z0=z0))
         if not advance:
             return
         if self.scheme == "aa":
@@ -208,6 +245,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         return [self.buffers[self.current]]
 
     def _check_distributable(self) -> None:
+        if self.split:
+            raise ValueError("cuda_options wall_launch='split' runs on one GPU (its tile list "
+                             "covers the whole box); use wall_launch='fused'")
         if self.scheme != "pull":
             raise ValueError(
                 f"streaming={self.scheme!r} cannot run distributed on GPUs: the halo exchange "

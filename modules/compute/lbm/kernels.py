@@ -27,12 +27,19 @@ from thelma_py.codegen.cuda import c3 as _c3
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
+from thelma_py.modules.compute.lbm import propagation as variants
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
 from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
-CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False}
+CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False,
+                "propagation": "direct", "wall_launch": "fused", "moving_tiles": False}
+MOVING_TILE = 2
+"""Tile flag bit (``moving_tiles``): a wall link of the tile ends on a moving wall."""
+WALL_LAUNCHES = ("fused", "split")
+"""``fused``: one kernel, wall code run where a tile is flagged; ``split``: a bulk kernel with no
+wall code that skips flagged tiles, then a kernel over the list of flagged tiles only."""
 """Defaults of ``Lbm.cuda_options`` (the tuning fields of :class:`KernelConfig`)."""
 
 
@@ -52,6 +59,31 @@ class KernelConfig(cuda.KernelConfig):
     """(node kind name, face) pairs of the open boundaries present; () for none."""
     interpolated: bool = attrs.field(default=False)
     """INTERPOLATED nodes present (bodies with interpolated bounce-back; pull only)."""
+    propagation: str = attrs.field(default="direct",
+                                   validator=attrs.validators.in_(variants.PROPAGATIONS))
+    """How populations with c_x ≠ 0 cross between threads (:mod:`.propagation`)."""
+
+    wall_launch: str = attrs.field(default="fused", validator=attrs.validators.in_(WALL_LAUNCHES))
+    """One kernel for every tile, or the bulk and the flagged (wall) tiles apart."""
+
+    moving_tiles: bool = attrs.field(default=False)
+    """Ladd's moving-wall term only in tiles flagged :data:`MOVING_TILE` (one warp-uniform
+    branch); other wall links bounce back plainly, with no wall-row lookups."""
+
+    @moving_tiles.validator
+    def _check_moving_tiles(self, _, value):
+        if value and self.propagation != "direct":
+            raise ValueError("moving_tiles runs with propagation 'direct'")
+
+    @propagation.validator
+    def _check_propagation(self, _, value):
+        variants.check(value, self.scheme, bool(self.boundaries or self.interpolated))
+
+    @wall_launch.validator
+    def _check_wall_launch(self, _, value):
+        if value == "split" and self.propagation != "direct":
+            raise ValueError("wall_launch 'split' runs with propagation 'direct' (a bulk block "
+                             "may skip some of its warps, so it cannot share a barrier)")
 
     @interpolated.validator
     def _check_interpolated(self, _, value):
@@ -102,6 +134,30 @@ def step_args(scheme: str) -> KernelArgs:
     ])
 
 
+def wall_args(scheme: str) -> KernelArgs:
+    """Arguments of the wall-tile kernels of ``wall_launch='split'``: those of
+    :func:`step_args` and the list of flagged tiles (tile index x / TILE + tiles_x (y + ny z))."""
+    return KernelArgs("lbm wall tiles", [*step_args(scheme).lines,
+                                         [Arg("wall_tiles", "const int*"),
+                                          Arg("n_wall_tiles", "int")]])
+
+
+def _wall_tile_prologue(prologue: str) -> str:
+    """The thread prologue of a wall-tile kernel: one warp per listed tile (1D grid)."""
+    head = ("    const int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    const int y = blockIdx.y + y0;\n"
+            "    const int z = blockIdx.z + z0;\n")
+    assert head in prologue
+    return prologue.replace(head, (
+        "    const int listed = (int)((blockIdx.x * blockDim.x + threadIdx.x) / TILE);\n"
+        "    if (listed >= n_wall_tiles) return;\n"
+        "    const int t = wall_tiles[listed], tiles_x = (nx + TILE - 1) / TILE;\n"
+        "    const int x = (t % tiles_x) * TILE + (int)(threadIdx.x % TILE);\n"
+        "    const int y = (t / tiles_x) % ny;\n"
+        "    const int z = (t / tiles_x) / ny;\n"
+        "    (void)y0; (void)z0;\n"))
+
+
 def _writes(cfg: KernelConfig, parity: str) -> list[str]:
     """C statements storing p0..p{Q-1}, with bounce-back where the destination is a wall."""
     lat, opp = cfg.lattice, cfg.lattice.opposite
@@ -126,8 +182,10 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
         wall = f"((tag >> {LINK_SHIFT + j - 1}) & 1)"
         if cfg.moving_walls:
             setup, term = _wall_term(cfg, j)
+            # moving_tiles: elsewhere the term is ±0 (one more uniform test, no code copied)
+            moving = f"{wall} && (tile & {MOVING_TILE})" if cfg.moving_tiles else wall
             lines.append(f"real_t q{i} = p{i};\n"
-                         f"if ({wall}) {{ {setup} q{i} += {term}; }}\n"
+                         f"if ({moving}) {{ {setup} q{i} += {term}; }}\n"
                          f"{store}({wall} ? {address(bounce)} : {address(target)}, q{i});")
         else:
             lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, p{i});")
@@ -137,6 +195,14 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
 def address(element: str) -> str:
     """'a[i]' -> '&a[i]' (stores go through a function so that cache hints can be chosen)."""
     return f"&{element}"
+
+
+def _by_tile(moving: list[str], rest: list[str]) -> list[str]:
+    """Statements ``moving`` in tiles flagged :data:`MOVING_TILE`, ``rest`` elsewhere (one
+    uniform branch: a tile is one warp; per link it held more registers in the AA odd step)."""
+    pad = "    "
+    return ([f"if (tile & {MOVING_TILE}) {{"] + [pad + m for m in moving]
+            + ["} else {"] + [pad + r for r in rest] + ["}"])
 
 
 def _collision(cfg: KernelConfig) -> tuple[str, Expr, list]:
@@ -149,12 +215,16 @@ def _collision(cfg: KernelConfig) -> tuple[str, Expr, list]:
     return em.code(4), rho, u
 
 
-def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
+def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
+    """One step kernel; ``part`` '' (every tile), 'bulk' (clean tiles only, no wall code) or
+    'walls' (the listed flagged tiles) for ``wall_launch='split'``."""
     suffix = "" if cfg.scheme != "aa" else f"_{parity}"
-    name = f"lbm_step{suffix}{'_macro' if store else ''}"
+    name = f"lbm_step{suffix}{'_macro' if store else ''}{'_' + part if part else ''}"
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
                                           wall_momentum if cfg.moving_walls else None)
     writes = _writes(cfg, parity)
+    if cfg.moving_tiles and cfg.moving_walls:  # wall-row lookups only where a wall moves
+        fixups = _by_tile(fixups, cuda.population_reads(cfg.lattice, cfg.scheme, parity)[1])
     body, rho, u = _collision(cfg)
     pad = " " * 4
     # Every node runs the wall-aware path: clean tiles take a constant 'fluid, no wall link'
@@ -162,29 +232,53 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
     # a variant without any tag logic, 25.6 against 24.8 GLUPS; see benchmarks/NOTES.md.)
     lines = ["const unsigned char tile = "
              "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)];"]
+    if part == "bulk":  # a warp is a tile: the flagged ones are the wall kernel's
+        lines.append("if (tile) return;")
+    elif part == "walls":
+        lines = lines if cfg.moving_tiles else []
+    moved = cfg.propagation != "direct"  # a variant of .propagation: no early returns
+    if moved and cfg.scheme == "pull":
+        loads = variants.pull_loads(cfg.lattice, cfg.propagation, cfg.block, loads)
     lines += loads
-    lines += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;"]
+    lines += [{"": "const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
+               "bulk": "const tag_t tag = (tag_t)KIND_FLUID;  // no wall code survives",
+               "walls": "const tag_t tag = tags[n];"}[part]]
     if cfg.boundaries or cfg.interpolated:  # those kinds stream and collide; walls stop
         lines += ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"] + fixups
         lines += _open_call(cfg)
+    elif moved and cfg.scheme == "push":  # every thread reaches the shifts of the stores
+        lines += ["const bool live = inside && (tag & TAG_KIND_MASK) == KIND_FLUID;"] + fixups
+        writes = variants.push_writes(cfg.lattice, cfg.propagation, cfg.block, writes,
+                                      LINK_SHIFT, "__stcs" if cfg.streaming_stores else "store")
     else:
         lines += ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
     code = "\n".join(pad + line.replace("\n", "\n" + pad) for line in lines)
     code += "\n" + body
     if store:
-        code += "\n" + "\n".join([f"    rho_out[n] = {rho};"] +
-                                  [f"    u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
+        macro = ([f"rho_out[n] = {rho};"] +
+                 [f"u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
+        if moved and cfg.scheme == "push":
+            macro = ["if (live) {"] + ["    " + m for m in macro] + ["}"]
+        code += "\n" + "\n".join("    " + m for m in macro)
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
-    signature = step_args(cfg.scheme).signature(name, cfg.launch_bounds)
-    return f"{signature}\n{{\n{cuda.prologue(offsets=True)}\n{code}\n}}\n"
+    args = wall_args(cfg.scheme) if part == "walls" else step_args(cfg.scheme)
+    signature = args.signature(name, cfg.launch_bounds)
+    prologue = cuda.prologue(offsets=True)
+    if moved:
+        prologue = variants.clamped_prologue(prologue)
+    if part == "walls":
+        prologue = _wall_tile_prologue(prologue)
+    return f"{signature}\n{{\n{prologue}\n{code}\n}}\n"
 
 
-def kernel_names(scheme: str) -> dict[tuple[str, bool], str]:
-    """Entry points by (parity, store_macro); parity is '' for two-buffer schemes."""
+def kernel_names(scheme: str, part: str = "") -> dict[tuple[str, bool], str]:
+    """Entry points by (parity, store_macro); parity is '' for two-buffer schemes; ``part``
+    'bulk' or 'walls' for the two kernels of ``wall_launch='split'``."""
+    end = f"_{part}" if part else ""
     if scheme == "aa":
-        return {(p, s): f"lbm_step_{p}{'_macro' if s else ''}"
+        return {(p, s): f"lbm_step_{p}{'_macro' if s else ''}{end}"
                 for p in ("even", "odd") for s in (False, True)}
-    return {("", s): f"lbm_step{'_macro' if s else ''}" for s in (False, True)}
+    return {("", s): f"lbm_step{'_macro' if s else ''}{end}" for s in (False, True)}
 
 
 def _open_call(cfg: KernelConfig) -> list[str]:
@@ -326,7 +420,8 @@ def generate(cfg: KernelConfig) -> str:
     parts = [_header(cfg), cuda.WALL_ID]
     if cfg.boundaries or cfg.interpolated:
         parts.append(_open_function(cfg))
+    pieces = ("bulk", "walls") if cfg.wall_launch == "split" else ("",)
     for parity in parities:
         for store in (False, True):
-            parts.append(_kernel(cfg, parity, store))
+            parts += [_kernel(cfg, parity, store, piece) for piece in pieces]
     return "\n".join(parts)

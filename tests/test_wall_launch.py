@@ -1,0 +1,127 @@
+"""The closed-box options of the dense LBM kernels. ``wall_launch='split'``: a bulk kernel with
+no wall code that skips flagged tiles, then a kernel over the list of flagged tiles.
+``moving_tiles``: Ladd's moving-wall term only in tiles that touch a moving wall (elsewhere
+the term is ±0, so a plain bounce-back is the same number). Each node is still updated once by
+the same arithmetic, so the state is bit-identical to the default kernel's (and equal to the
+NumPy reference to rounding, 1e-13 relative in fp64 as in tests/test_dense_host_engine.py).
+
+On the CPU through tests/host_cupy.py: D3Q19 with a moving lid and a moving sphere (walled,
+nx = 37: a partial last tile), and a channel with open faces (Zou-He, pull and push)."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.lbm_setups import LATTICES, open_geometry, random_state, relative_l2, walled_geometry
+from thelma_py.backend import select_backend
+from thelma_py.modules.compute.lbm import Lbm
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+
+
+def _engine(backend, lattice, tags, scheme, options, dtype=np.float64):
+    params = Lbm(nu=0.04, collision="mrt", streaming=scheme, cuda_options=options)
+    engine = params.create(lattice, tags, backend, np.dtype(dtype))
+    engine.load_state({"f": random_state(lattice, tags.tags.shape, dtype)})
+    return engine
+
+
+def _tags(geometry: str):
+    lattice = LATTICES["D3Q19"]
+    geo = walled_geometry(lattice) if geometry == "walled" else open_geometry(lattice, geometry)
+    return lattice, geo.evaluate(lattice)
+
+
+SPLIT, MOVING = {"wall_launch": "split"}, {"moving_tiles": True}
+
+
+@needs_gxx
+@pytest.mark.parametrize(("geometry", "scheme", "options"), [
+    ("walled", "pull", SPLIT), ("walled", "push", SPLIT), ("walled", "aa", SPLIT),
+    ("zou-he", "pull", SPLIT), ("zou-he", "aa", SPLIT),
+    ("walled", "pull", MOVING), ("walled", "push", MOVING), ("walled", "aa", MOVING),
+    ("zou-he", "push", MOVING), ("walled", "aa", {**SPLIT, **MOVING})])
+def test_closed_box_options_are_bit_identical_to_default(host_gpu, geometry, scheme, options):
+    lattice, tags = _tags(geometry)
+    fused = _engine(host_gpu, lattice, tags, scheme, {"block": 64})
+    split = _engine(host_gpu, lattice, tags, scheme, {"block": 64, **options})
+    if "wall_launch" in options:
+        assert int(split.n_wall_tiles) > 0
+    if "wall_launch" in options and geometry == "walled":  # the small channel: walls only
+        assert int(split.n_wall_tiles) < split.tile_flags.size  # both kernels have work
+    if "moving_tiles" in options:  # tiles with a moving wall and tiles with walls at rest
+        flags = split.tile_flags
+        assert (flags == 3).any() and (flags == 1).any()
+    cpu = _engine(select_backend("cpu"), lattice, tags, scheme, {})
+    for engine in (fused, split):
+        engine.poison()  # a population the split launch fails to write stays NaN
+    for steps in (5, 4):  # AA: ends after an odd, then an even step
+        for engine in (fused, split, cpu):
+            engine.step(steps)
+        for key in ("held", "rho", "u"):
+            np.testing.assert_array_equal(split.state()[key], fused.state()[key])
+    fluid = tags.fluid
+    assert relative_l2(split.state()["f"][:, fluid], cpu.f[:, fluid]) < 1e-13
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scheme", ["pull", "push", "aa"])
+def test_gpu_closed_box_options_are_bit_identical_to_default(scheme, dtype):
+    lattice, tags = _tags("walled")
+    gpu = select_backend("cuda")
+    engines = [_engine(gpu, lattice, tags, scheme, options, dtype)
+               for options in ({}, SPLIT, MOVING, {**SPLIT, **MOVING})]
+    for engine in engines:
+        engine.poison()
+        engine.step(39)  # a captured graph
+        engine.step(1)
+    for engine in engines[1:]:
+        np.testing.assert_array_equal(engine.state()["held"], engines[0].state()["held"])
+        np.testing.assert_array_equal(engine.state()["rho"], engines[0].state()["rho"])
+
+
+def test_split_wall_launch_refusals():
+    lattice = LATTICES["D3Q19"]
+    with pytest.raises(ValueError, match="propagation 'direct'"):
+        Lbm(nu=0.04, cuda_options={"wall_launch": "split", "propagation": "shuffle"}
+            ).kernel_source(lattice, np.float32)
+    with pytest.raises(ValueError, match="moving_tiles runs with propagation 'direct'"):
+        Lbm(nu=0.04, cuda_options={"moving_tiles": True, "propagation": "shared"}
+            ).kernel_source(lattice, np.float32)
+    with pytest.raises(ValueError, match="dense storage"):
+        Lbm(nu=0.04, storage="sparse", cuda_options={"wall_launch": "split"}
+            ).kernel_source(lattice, np.float32)
+    with pytest.raises(ValueError, match="wall_launch"):
+        Lbm(nu=0.04, cuda_options={"wall_launch": "apart"}).kernel_source(lattice, np.float32)
+
+
+def test_bench_sweeps_split_launch_for_dense_direct_lbm_only():
+    from thelma_py.tools.bench import BenchConfig, _wanted, compute_params
+
+    assert _wanted(BenchConfig(streaming="aa", case="cavity", wall_launch="split"), 0.3)
+    assert not _wanted(BenchConfig(wall_launch="split", propagation="shuffle"), 0.3)
+    assert not _wanted(BenchConfig(compute="lwacm", wall_launch="split"), 0.3)
+    assert not _wanted(BenchConfig(moving_tiles=True, propagation="shared"), 0.3)
+    cfg = BenchConfig(case="cavity", wall_launch="split", moving_tiles=True)
+    assert "split moving-tiles" in cfg.label
+    assert compute_params(cfg).cuda_options["wall_launch"] == "split"
+    assert compute_params(cfg).cuda_options["moving_tiles"] is True
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("real", ["float", "double"])
+def test_closed_box_kernels_compile_with_nvcc(tmp_path, real):
+    """Split launch with moving tiles, D3Q19 with moving walls, every scheme, for sm_90."""
+    from tests.nvcc import compile_cubin
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    for scheme in ("pull", "push", "aa"):
+        source = Lbm(nu=0.04, streaming=scheme, cuda_options={**SPLIT, **MOVING}).kernel_source(
+            LATTICES["D3Q19"], np.float32 if real == "float" else np.float64)
+        result = compile_cubin(source, tmp_path, f"{scheme}_{real}")
+        assert result.returncode == 0, result.stderr[-3000:]

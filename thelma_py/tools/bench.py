@@ -42,13 +42,17 @@ class BenchConfig:
     storage: str = "dense"
     fluid_fraction: float = attrs.field(default=0.3, converter=float)
     """Porous case only: the fluid fraction asked of the medium."""
+    les: str = "none"
+    """Subgrid model of the compute plug-in (``--les``): 'none' or a model name
+    (:data:`thelma_py.subgrid.MODELS`, default constant)."""
 
     @property
     def label(self) -> str:
         tuning = (f" m{self.min_blocks}" if self.min_blocks else "") + (
             " stcs" if self.streaming_stores else "") + (
             f" {self.storage}" if self.storage != "dense" else "") + (
-            f" {self.fluid_fraction:.0%}" if self.case == "porous" else "")
+            f" {self.fluid_fraction:.0%}" if self.case == "porous" else "") + (
+            f" les={self.les}" if self.les != "none" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -88,6 +92,8 @@ def compute_params(cfg: BenchConfig):
         extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores}}
+    if cfg.les != "none":
+        extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
 
 
@@ -203,7 +209,7 @@ def markdown_table(payload: dict) -> str:
             continue
         lbm = r.get("compute", "lbm") == "lbm"
         lines.append(f"| {r.get('compute', 'lbm')} | {r['lattice']} | "
-                     f"{r['collision'] if lbm else '-'} | {r['precision']} | "
+                     f"{r['collision'] if lbm else '-'}{_les(r)} | {r['precision']} | "
                      f"{r['streaming'] if lbm else '-'}"
                      f" | {r['case']} | {r['size']}³ | {r['mlups']:.0f} | {r['mlups_min']:.0f}-"
                      f"{r['mlups_max']:.0f} | {r['bytes_per_node']} | {r['bandwidth_GBs']:.0f} | "
@@ -219,6 +225,12 @@ def markdown_table(payload: dict) -> str:
 
     lines += output_lines(payload)
     return "\n".join(lines) + "\n" + porous_section(payload)
+
+
+def _les(record: dict) -> str:
+    """' + smagorinsky LES' for a record run with a subgrid model, '' otherwise."""
+    les = record.get("les", "none")
+    return "" if les == "none" else f" + {les} LES"
 
 
 def _scheme(record: dict) -> str:
@@ -254,6 +266,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lattices to sweep, e.g. D3Q19,D3Q27")
     parser.add_argument("--collision", type=_words, default=["bgk", "mrt"],
                         help="lbm collision models to sweep: bgk,trt,mrt")
+    parser.add_argument("--les", type=_words, default=["none"],
+                        help="subgrid models to sweep: none,smagorinsky (default: none)")
     parser.add_argument("--precision", type=_words, default=["float32", "float64"],
                         help="precisions to sweep")
     parser.add_argument("--streaming", type=_words, default=["pull", "aa"],
@@ -322,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
     configs = [cfg for cfg in (BenchConfig(*values) for values in itertools.product(
         args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
-        args.storage, args.fluid_fraction)) if _wanted(cfg, args.fluid_fraction[0])]
+        args.storage, args.fluid_fraction, args.les)) if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
               f"{'GB/s':>7} {'of copy':>8} {'mem B/node':>10}")

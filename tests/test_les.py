@@ -91,17 +91,18 @@ def _channel(ny: int) -> Geometry:
     return geo
 
 
+@pytest.mark.slow  # 20 000 steps at H = 16: ~25 s on one core
 def test_body_force_channel_follows_the_smagorinsky_ode():
     """TRT (Λ = 3/16 with ω⁻ from the local ω⁺), ν₀ = 0.02, C_s = 0.8, wall slope 0.16/H:
-    ν_t at the wall is 0.51 ν₀ (H = 8) and the centre line is 20 % slower than the laminar
-    parabola of the same g, so a wrong or missing eddy viscosity fails by ~0.2. Measured
-    errors (max over the profile, relative to the peak) 2.9e-3 at H = 8 and 7.6e-4 at H = 16:
-    second order (the ODE's slope has a kink at the centre line and varies across each cell).
-    Asserted: < 5e-3 and 6e-3 and 1.6e-3, and the ratio above 3."""
+    ν_t at the wall is 0.64 ν₀, so a wrong or missing eddy viscosity changes the
+    profile by O(10 %). Measured errors (max over the profile, relative to the peak) 4.6e-3 at
+    H = 8 and 7.0e-4 at H = 16 (the ODE's slope has a kink at the centre line, and the
+    eddy viscosity varies across each cell); BGK 1.5e-2 at H = 8 (its halfway walls move with
+    τ). Asserted: < 7e-3, < 1.5e-3, and the ratio above 3 (second order would be 4)."""
     e8, u8 = channel_error("trt", 8)
     e16, _ = channel_error("trt", 16)
-    assert e8 < 5e-3, e8
-    assert e16 < 1.6e-3, e16
+    assert e8 < 7e-3, e8
+    assert e16 < 1.5e-3, e16
     assert e8 / e16 > 3.0, (e8, e16)
     assert 0.02 < u8 < 0.06
 

@@ -3,7 +3,10 @@
 #   bash benchmarks/device_les.sh            # bench (~1 min) + TGV Re 1600 to t* = 20 (~2-3 min)
 #   bash benchmarks/device_les.sh bench      # the bench only
 # Writes $OUT/les_bench.json, $OUT/les_tgv.json (fallback ./out) and prints MLUPS, % of copy,
-# the LES cost against plain BGK, and whether each TGV run stayed bounded.
+# the LES cost against plain BGK, and whether each TGV run stayed bounded. Expected: bench
+# 12 configurations ~1.5 min (kernel compiles included), TGV 6 runs ~2 min (256^3: ~16 300
+# steps each). Plot afterwards on a CPU with matplotlib:
+#   python benchmarks/les_plot.py OUT/les_tgv.json les_tgv.png
 set -o pipefail
 export PYTHONUNBUFFERED=1
 out=${OUT:-./out}; mkdir -p "$out"

@@ -128,6 +128,8 @@ AUTO = {(4, "D3Q27"): "2x2x1", (8, "D3Q19"): "2x2x2"}
     (2, "1x1x2", "D3Q19", "bgk"),
     (4, "1x2x2", "D3Q19", "trt"),
     (4, "auto", "D3Q27", "bgk"),
+    (2, "2x1", "D2Q9", "mrt+les"),        # Smagorinsky LES: local, so nothing to exchange
+    (4, "1x2x2", "D3Q19", "recursive+les"),
     (2, "1x2", "D2Q9", "lwacm"),          # the lid (+y) beyond the top rank's ghost layer
     (2, "2x1", "D2Q9", "lwacm-fused"),    # periodic x: both neighbours are the same rank
     (4, "2x2", "D2Q9", "lwacm"),

@@ -199,6 +199,7 @@ class _Exchanged:
 @pytest.mark.parametrize(("engine", "case", "dims", "overlap"), [
     ("lbm", "lid", (1, 1, 3), True),        # an inner rank: both boundary layers and interior
     ("lbm", "zperiodic", (1, 2, 1), False),  # a y cut, one launch over the owned rows
+    ("lbm-les", "lid", (1, 1, 3), True),    # Smagorinsky LES: local ω, same exchange
     ("fused", "lid", (1, 1, 2), True),
     ("fused", "2d", (1, 3), True),
 ])
@@ -212,7 +213,8 @@ def test_host_cuda_overlapped_steps_equal_one_domain_bit_for_bit(host_gpu, engin
 
     lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
     geo = geometry(case)
-    params = Lbm(nu=0.03, collision="trt") if engine == "lbm" else LwacmFused(nu=0.03)
+    params = (Lbm(nu=0.03, collision="trt", les="smagorinsky" if engine == "lbm-les" else None)
+              if engine.startswith("lbm") else LwacmFused(nu=0.03))
     boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, np.dtype("float64"),
                                             host_gpu)
     for _ in range(5):

@@ -220,7 +220,7 @@ def markdown_table(payload: dict) -> str:
             continue
         lbm = r.get("compute", "lbm") == "lbm"
         lines.append(f"| {r.get('compute', 'lbm')} | {r['lattice']} | "
-                     f"{r['collision'] if lbm else '-'} | {r['precision']} | "
+                     f"{r['collision'] if lbm else '-'}{_les(r)} | {r['precision']} | "
                      f"{r['streaming'] if lbm else '-'}"
                      f" | {r['case']} | {r['size']}³ | {r['mlups']:.0f} | {r['mlups_min']:.0f}-"
                      f"{r['mlups_max']:.0f} | {r['bytes_per_node']} | {r['bandwidth_GBs']:.0f} | "
@@ -236,6 +236,12 @@ def markdown_table(payload: dict) -> str:
 
     lines += output_lines(payload)
     return "\n".join(lines) + "\n" + porous_section(payload)
+
+
+def _les(record: dict) -> str:
+    """' + smagorinsky LES' for a record run with a subgrid model, '' otherwise."""
+    les = record.get("les", "none")
+    return "" if les == "none" else f" + {les} LES"
 
 
 def _scheme(record: dict) -> str:
@@ -278,6 +284,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lattices to sweep, e.g. D3Q19,D3Q27")
     parser.add_argument("--collision", type=_words, default=["bgk", "mrt"],
                         help="lbm collision models to sweep: bgk,trt,mrt")
+    parser.add_argument("--les", type=_words, default=["none"],
+                        help="subgrid models to sweep: none,smagorinsky (LBM, LW-ACM)")
     parser.add_argument("--precision", type=_words, default=["float32", "float64"],
                         help="precisions to sweep")
     parser.add_argument("--streaming", type=_words, default=["pull", "aa"],
@@ -304,9 +312,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
                         help="porous case: fluid fractions of the medium, e.g. 0.1,0.3,0.6")
-    parser.add_argument("--les", type=_words, default=["none"],
-                        help="subgrid models to time, e.g. none,smagorinsky (LW-ACM single step "
-                             "and the plug-ins that take les=)")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 fp32, in-place)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,

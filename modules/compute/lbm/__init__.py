@@ -33,6 +33,7 @@ from thelma_py.modules.compute.lbm.sparse import STORAGES
 from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import TagLayout
 from thelma_py.units import RelaxationTime
 
@@ -62,6 +63,10 @@ class Lbm(RelaxationTime):
     collision: CollisionModel = attrs.field(default="bgk", converter=collision_model)
     """Collision model: a name from the table (:mod:`.collisions`; default parameters) or an
     instance with its parameters, e.g. ``Trt(magic=1/4)``, ``Mrt(rates={"e": 1.1})``."""
+    les: Smagorinsky | None = attrs.field(default=None, converter=subgrid_model)
+    """Subgrid model for large-eddy simulation: None (default), "smagorinsky",
+    ``{"name": "smagorinsky", "c_s": 0.1}`` or an instance. Each node relaxes with its own τ
+    from its non-equilibrium momentum flux (:func:`.collision.collide`): no extra memory."""
     force: tuple | None = attrs.field(default=None, converter=force_tuple)
     """Uniform body acceleration (g_x, g_y[, g_z]) in lattice units."""
     streaming: str = attrs.field(default="pull", validator=attrs.validators.in_(STREAMING))
@@ -107,7 +112,7 @@ class Lbm(RelaxationTime):
 
     def relaxation(self, lattice: Lattice) -> Relaxation:
         """The collision model bound to ``lattice`` (raises where it cannot run there)."""
-        return Relaxation(lattice, self.collision)
+        return Relaxation(lattice, self.collision, self.les)
 
     def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,
                       boundaries: tuple = (), interpolated: bool = False) -> str:

@@ -11,6 +11,11 @@ then u = (Σ c f)/ρ + g/2.
 Collision models are a table: one :class:`CollisionModel` subclass per file in
 :mod:`.collisions`, registered by name with :func:`register_collision`; ``Lbm(collision=...)``
 takes a name or an instance (:func:`collision_model`).
+
+With a subgrid model (``Lbm(les=...)``, :mod:`thelma_py.subgrid`) :func:`collide` replaces the
+run-time ω by a local one before relaxing: τ from the node's own non-equilibrium momentum flux
+Π⁽¹⁾ = Σ c c (f − f_eq + F/2) (Guo's F/2 included: the second-order-accurate Π⁽¹⁾ with a body
+force), no neighbour reads, no stored field. Every model gets that ω (and its ω⁻ from it).
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from typing import ClassVar
 
 import attrs
 
-from thelma_py.codegen.expr import dot
+from thelma_py.codegen.expr import dot, sqrt
 from thelma_py.lattice import Lattice
+from thelma_py.subgrid import Smagorinsky, subgrid_model
 
 _MODELS: dict[str, type[CollisionModel]] = {}
 
@@ -73,8 +79,19 @@ class CollisionModel(abc.ABC):
         """K g for non-equilibrium populations ``g`` (Σ g = 0, Σ c g = 0): a list of Q values,
         NumPy arrays or traced expressions alike."""
 
+    supports_les: ClassVar[bool] = True
+    """Whether the model takes a local ω from a subgrid model (``Lbm(les=...)``)."""
+
+    def relax_at(self, lattice: Lattice, g: Sequence, let: Callable, omega, omega_minus,
+                 rho, u: Sequence) -> list:
+        """K g at a node of density ``rho`` and velocity ``u``: what :func:`collide` calls.
+        By default :meth:`relax` (K does not depend on them); models whose operator does
+        (the recursive model's equilibrium moments) override this."""
+        return self.relax(lattice, g, let, omega, omega_minus)
+
     def omega_minus(self, omega: float) -> float:
-        """The second run-time rate the engines pass (TRT's ω⁻); ω for models without one."""
+        """The second run-time rate the engines pass (TRT's ω⁻); ω for models without one.
+        Plain arithmetic: with LES it runs on the traced local ω too."""
         return omega
 
     def unsupported(self, lattice: Lattice) -> str | None:
@@ -104,7 +121,7 @@ def register_collision(name: str) -> Callable[[type], type]:
 
 
 MODEL_PACKAGE = "thelma_py.modules.compute.lbm.collisions"
-MODEL_FILES = ("bgk", "trt", "mrt", "regularized")
+MODEL_FILES = ("bgk", "trt", "mrt", "regularized", "recursive")
 """The built-in collision models: one file each in :data:`MODEL_PACKAGE`, imported by name on
 first use (so this module never imports the package that imports it)."""
 
@@ -151,18 +168,47 @@ class Relaxation:
 
     lattice: Lattice
     model: CollisionModel = attrs.field(converter=collision_model)
+    les: Smagorinsky | None = attrs.field(default=None, converter=subgrid_model)
+    """Subgrid model giving each node its own ω (None: the run-time ω everywhere)."""
 
     def __attrs_post_init__(self) -> None:
         self.model.check(self.lattice)
+        if self.les is not None and not self.model.supports_les:
+            able = [n for n, m in collision_models().items() if m.supports_les]
+            raise ValueError(f"collision model {self.model.name!r} has no LES; use les=None or "
+                             f"one of the collision models {', '.join(able)}")
 
     @property
     def kind(self) -> str:
         """The model's name (it names the generated kernels)."""
         return self.model.name
 
-    def apply(self, g: Sequence, let: Callable, omega, omega_minus=None) -> list:
-        """K g for non-equilibrium populations ``g``."""
-        return self.model.relax(self.lattice, g, let, omega, omega_minus)
+    def apply(self, g: Sequence, let: Callable, omega, omega_minus=None, rho=None,
+              u: Sequence | None = None) -> list:
+        """K g for non-equilibrium populations ``g`` at a node of density ``rho``, velocity
+        ``u``."""
+        return self.model.relax_at(self.lattice, g, let, omega, omega_minus, rho, u)
+
+
+def stress_norm(lattice: Lattice, g: Sequence, let: Callable):
+    """|Π| = √(Π : Π) of Π = Σ_i c_i c_i g_i (the off-diagonal entries count twice)."""
+    c, d = lattice.c, lattice.d
+    total = 0.0
+    for a in range(d):
+        for b in range(a, d):
+            pab = let(dot(c[:, a] * c[:, b], g))
+            term = pab * pab if a == b else 2.0 * (pab * pab)
+            total = term if isinstance(total, float) and total == 0.0 else total + term
+    return sqrt(total)
+
+
+def local_rates(relax: Relaxation, g: Sequence, let: Callable, omega, rho):
+    """(ω, ω⁻) of one node under the subgrid model: τ from τ₀ = 1/ω and |Π⁽¹⁾| of ``g``."""
+    tau = let(relax.les.tau_from_stress(1.0 / omega, stress_norm(relax.lattice, g, let), rho),
+              "tau_les")
+    omega_les = let(1.0 / tau, "omega_les")
+    minus = relax.model.omega_minus(omega_les)
+    return omega_les, (minus if minus is omega_les else let(minus, "omega_minus_les"))
 
 
 def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=None,
@@ -176,7 +222,9 @@ def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=No
         neq = [let(fi - ei) for fi, ei in zip(f, feq, strict=True)]
     else:
         neq = [let(fi - ei + 0.5 * Fi) for fi, ei, Fi in zip(f, feq, forcing, strict=True)]
-    relaxed = relax.apply(neq, let, omega, omega_minus)
+    if relax.les is not None:
+        omega, omega_minus = local_rates(relax, neq, let, omega, rho)
+    relaxed = relax.apply(neq, let, omega, omega_minus, rho, u)
     post = [fi - ri for fi, ri in zip(f, relaxed, strict=True)]
     if forcing is not None:
         post = [p + Fi for p, Fi in zip(post, forcing, strict=True)]

@@ -73,6 +73,13 @@ class CollisionModel(abc.ABC):
         """K g for non-equilibrium populations ``g`` (Σ g = 0, Σ c g = 0): a list of Q values,
         NumPy arrays or traced expressions alike."""
 
+    def post_collision(self, lattice: Lattice, f: Sequence, rho, u: Sequence, let: Callable,
+                       omega, omega_minus, force: Sequence[float] | None) -> list | None:
+        """Post-collision populations for a model that collides whole populations (cumulant;
+        ``u`` includes g/2, and the model adds the force itself), or None: the generic
+        f' = f − K (f − f_eq + F/2) + F of :func:`collide`, with :meth:`relax`."""
+        return None
+
     def omega_minus(self, omega: float) -> float:
         """The second run-time rate the engines pass (TRT's ω⁻); ω for models without one."""
         return omega
@@ -104,7 +111,7 @@ def register_collision(name: str) -> Callable[[type], type]:
 
 
 MODEL_PACKAGE = "thelma_py.modules.compute.lbm.collisions"
-MODEL_FILES = ("bgk", "trt", "mrt", "regularized")
+MODEL_FILES = ("bgk", "trt", "mrt", "regularized", "cumulant")
 """The built-in collision models: one file each in :data:`MODEL_PACKAGE`, imported by name on
 first use (so this module never imports the package that imports it)."""
 
@@ -170,6 +177,9 @@ def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=No
     """One collision: returns (post-collision populations, ρ, u)."""
     lat = relax.lattice
     rho, u = moments(lat, f, let, force)
+    whole = relax.model.post_collision(lat, f, rho, u, let, omega, omega_minus, force)
+    if whole is not None:  # a model that does not relax f − f_eq (cumulant)
+        return whole, rho, u
     feq = lat.equilibrium(rho, u)
     forcing = guo_forcing(lat, rho, u, force) if force is not None and any(force) else None
     if forcing is None:

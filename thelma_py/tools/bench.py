@@ -253,7 +253,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lattice", type=_words, default=["D3Q19"],
                         help="lattices to sweep, e.g. D3Q19,D3Q27")
     parser.add_argument("--collision", type=_words, default=["bgk", "mrt"],
-                        help="lbm collision models to sweep: bgk,trt,mrt")
+                        help="lbm collision models to sweep: bgk,trt,mrt,regularized,"
+                             "cumulant (D3Q27)")
     parser.add_argument("--precision", type=_words, default=["float32", "float64"],
                         help="precisions to sweep")
     parser.add_argument("--streaming", type=_words, default=["pull", "aa"],

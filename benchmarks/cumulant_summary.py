@@ -46,7 +46,7 @@ def tgv_rows(path: Path) -> list[dict]:
 
 def bench_rows(path: Path) -> list[dict]:
     keys = ("lattice", "collision", "precision", "streaming", "case", "size", "mlups",
-            "bandwidth_GBs", "fraction_of_copy")
+            "bandwidth_GBs", "fraction_of_copy", "error")
     return [{k: r.get(k) for k in keys} for r in json.loads(path.read_text())["results"]]
 
 
@@ -64,6 +64,10 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1 and Path(argv[1]).exists():
         summary["bench"] = bench_rows(Path(argv[1]))
         for r in summary["bench"]:
+            if r["error"] is not None:
+                print(f"bench {r['lattice']} {r['collision']} {r['precision']} {r['streaming']} "
+                      f"{r['case']}: {r['error']}")
+                continue
             print(f"bench {r['lattice']} {r['collision']:9s} {r['precision']} {r['streaming']:4s} "
                   f"{r['case']:8s} {r['size']}^3: {r['mlups']:7.0f} MLUPS, "
                   f"{r['fraction_of_copy']:.1%} of copy")

@@ -223,7 +223,7 @@ class Cumulant(CollisionModel):
     def _third_rate(self, rate: float, value, rho, let: Callable):
         if self.limiter is None or rate == 1.0:
             return rate
-        size = sqrt(value * value)  # |C| (sqrt is the one traced function)
+        size = let(sqrt(value * value))  # |C| (sqrt is the one traced function)
         return let(rate + (1.0 - rate) * size / (self.limiter * rho + size))
 
     def _relax_cumulants(self, c: dict, rho, omega, force, let: Callable) -> dict:

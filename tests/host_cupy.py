@@ -31,8 +31,10 @@ import numpy as np
 
 PRELUDE = """
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 using std::min;
+using std::sqrt;  // the traced sqrt (float and double overloads, as in CUDA)
 #define __global__
 #define __device__
 #define __forceinline__ inline

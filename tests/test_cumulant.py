@@ -9,12 +9,14 @@ on D3Q27, the lattice it exists for."""
 from __future__ import annotations
 
 import math
+import shutil
 import warnings
 
 import numpy as np
 import pytest
 
 import thelma_py as tp
+from tests.test_sparse_host_engine import assert_host_equals_numpy, pair
 from thelma_py.codegen.expr import identity_let
 from thelma_py.geometry import Geometry
 from thelma_py.lattice import D3Q19, D3Q27
@@ -228,3 +230,16 @@ def test_rates_outside_0_2_and_a_limiter_that_is_not_positive_are_refused(params
 def test_relax_is_not_the_way_in():
     with pytest.raises(TypeError, match="whole populations"):
         collision_model("cumulant").relax(D3Q27, [0.0] * 27, identity_let, 1.0, 1.0)
+
+
+@pytest.mark.slow  # compiles the kernel with g++
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_host_cuda_with_limiter_and_rates_equals_numpy(host_gpu):
+    """The traced CUDA of the non-default paths (limiter: sqrt and divisions; rates ≠ 1; a body
+    force), AA streaming with walls, against the NumPy engine (the table-driven tests run the
+    defaults)."""
+    model = {"name": "cumulant", "omega_bulk": 1.4, "omega_3": 0.9, "omega_4": 1.1,
+             "omega_5": 1.2, "omega_6": 1.3, "omega_7": 0.7, "omega_8": 1.5, "omega_9": 0.6,
+             "omega_10": 1.9, "limiter": 0.02}
+    cpu, gpu, tags = pair(host_gpu, "D3Q27", model, "walled", "aa", force=(2e-5, -1e-5, 1e-5))
+    assert_host_equals_numpy(cpu, gpu, tags)

@@ -36,7 +36,8 @@ def pair(backend, lattice_name, collision, geometry, scheme):
     ("D2Q9", "trt", "gap", "pull"), ("D3Q19", "bgk", "gap", "pull"),
     ("D3Q19", "mrt", "walled", "aa"), ("D3Q19", "trt", "zou-he", "push"),
     ("D3Q19", "bgk", "neighbour", "pull"), ("D3Q19", "trt", "curved", "pull"),
-    ("D3Q19", "mrt", "equilibrium", "aa"), ("D3Q27", "bgk", "walled", "push")])
+    ("D3Q19", "mrt", "equilibrium", "aa"), ("D3Q27", "bgk", "walled", "push"),
+    ("D3Q27", "cumulant", "walled", "aa")])
 def test_host_cuda_dense_engine_equals_numpy(host_gpu, lattice_name, collision, geometry,
                                              scheme):
     cpu, gpu, tags = pair(host_gpu, lattice_name, collision, geometry, scheme)

@@ -283,7 +283,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lattice", type=_words, default=["D3Q19"],
                         help="lattices to sweep, e.g. D3Q19,D3Q27")
     parser.add_argument("--collision", type=_words, default=["bgk", "mrt"],
-                        help="lbm collision models to sweep: bgk,trt,mrt")
+                        help="lbm collision models to sweep: bgk,trt,mrt,regularized,recursive,"
+                             "cumulant (D3Q27)")
     parser.add_argument("--les", type=_words, default=["none"],
                         help="subgrid models to sweep: none,smagorinsky (LBM, LW-ACM)")
     parser.add_argument("--precision", type=_words, default=["float32", "float64"],

@@ -89,6 +89,13 @@ class CollisionModel(abc.ABC):
         (the recursive model's equilibrium moments) override this."""
         return self.relax(lattice, g, let, omega, omega_minus)
 
+    def post_collision(self, lattice: Lattice, f: Sequence, rho, u: Sequence, let: Callable,
+                       omega, omega_minus, force: Sequence[float] | None) -> list | None:
+        """Post-collision populations for a model that collides whole populations (cumulant;
+        ``u`` includes g/2, and the model adds the force itself), or None: the generic
+        f' = f − K (f − f_eq + F/2) + F of :func:`collide`, with :meth:`relax`."""
+        return None
+
     def omega_minus(self, omega: float) -> float:
         """The second run-time rate the engines pass (TRT's ω⁻); ω for models without one.
         Plain arithmetic: with LES it runs on the traced local ω too."""
@@ -121,7 +128,7 @@ def register_collision(name: str) -> Callable[[type], type]:
 
 
 MODEL_PACKAGE = "thelma_py.modules.compute.lbm.collisions"
-MODEL_FILES = ("bgk", "trt", "mrt", "regularized", "recursive")
+MODEL_FILES = ("bgk", "trt", "mrt", "regularized", "recursive", "cumulant")
 """The built-in collision models: one file each in :data:`MODEL_PACKAGE`, imported by name on
 first use (so this module never imports the package that imports it)."""
 
@@ -211,19 +218,33 @@ def local_rates(relax: Relaxation, g: Sequence, let: Callable, omega, rho):
     return omega_les, (minus if minus is omega_les else let(minus, "omega_minus_les"))
 
 
-def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=None,
-            force: Sequence[float] | None = None):
-    """One collision: returns (post-collision populations, ρ, u)."""
-    lat = relax.lattice
-    rho, u = moments(lat, f, let, force)
+def _nonequilibrium(lat: Lattice, f: Sequence, let: Callable, rho, u: Sequence,
+                    force: Sequence[float] | None):
+    """(f_eq, Guo's F or None, f − f_eq + F/2)."""
     feq = lat.equilibrium(rho, u)
     forcing = guo_forcing(lat, rho, u, force) if force is not None and any(force) else None
     if forcing is None:
         neq = [let(fi - ei) for fi, ei in zip(f, feq, strict=True)]
     else:
         neq = [let(fi - ei + 0.5 * Fi) for fi, ei, Fi in zip(f, feq, forcing, strict=True)]
-    if relax.les is not None:
+    return feq, forcing, neq
+
+
+def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=None,
+            force: Sequence[float] | None = None):
+    """One collision: returns (post-collision populations, ρ, u)."""
+    lat = relax.lattice
+    rho, u = moments(lat, f, let, force)
+    forcing = None
+    neq = None
+    if relax.les is not None:  # the local rates come from f − f_eq, for every model
+        feq, forcing, neq = _nonequilibrium(lat, f, let, rho, u, force)
         omega, omega_minus = local_rates(relax, neq, let, omega, rho)
+    whole = relax.model.post_collision(lat, f, rho, u, let, omega, omega_minus, force)
+    if whole is not None:  # a model that does not relax f − f_eq (cumulant)
+        return whole, rho, u
+    if neq is None:
+        feq, forcing, neq = _nonequilibrium(lat, f, let, rho, u, force)
     relaxed = relax.apply(neq, let, omega, omega_minus, rho, u)
     post = [fi - ri for fi, ri in zip(f, relaxed, strict=True)]
     if forcing is not None:

@@ -168,3 +168,41 @@ def test_gpu_channel_and_tgv_drivers_run():
     result = flows.channel_run("mrt", h=8, u_tau=0.01, transient=0.5, average=0.5,
                                device="cuda")
     assert result["diverged_at"] is None and np.isfinite(result["re_tau"])
+
+
+@pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
+def test_drivers_on_the_cuda_engine_match_numpy(host_gpu, monkeypatch):
+    """The channel and Taylor-Green drivers on the CUDA engine (kernels compiled for the host,
+    tests/host_cupy.py) and on NumPy: the same plane means and energy series to rounding
+    (fp64, bound 1e-12 relative), so the device-side reductions read the right arrays."""
+    import time
+
+    import thelma_py.solver
+
+    class SolverHost(type(host_gpu)):
+        """The stand-in with the clock and description a Solver asks of its backend."""
+
+        copy_bandwidth = None
+
+        def clock(self) -> float:
+            return time.perf_counter()
+
+        def synchronize(self) -> None:
+            pass
+
+        def describe(self) -> str:
+            return "host-cuda stand-in"
+
+    select = thelma_py.solver.select_backend
+    monkeypatch.setattr(thelma_py.solver, "select_backend",
+                        lambda device: SolverHost() if device == "cuda" else select(device))
+    results = {}
+    for device in ("cpu", "cuda"):
+        run = flows.channel_run("trt", h=3, re_tau=20.0, u_tau=0.01, transient=0.02,
+                                average=0.02, samples_per_turnover=200, device=device,
+                                precision="float64", length=1.0, width=1.0)
+        tgv = flows.tgv_run("lbm-mrt", 8, t_end=0.5, samples=3, device=device,
+                            precision="float64")
+        results[device] = (np.array(run["U_plus"]), np.array(tgv["E_k"] + tgv["enstrophy"]))
+    for cpu, gpu in zip(results["cpu"], results["cuda"], strict=True):
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-12)

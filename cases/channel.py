@@ -5,9 +5,9 @@ The box is 2πh × 2h × πh nodes (x streamwise, y wall-normal, z spanwise; h =
 nodes), periodic in x and z. The walls lie beyond the ±y faces: with halfway bounce-back each
 wall is half a spacing outside the last node, so the node j sits at η = j + ½ from the lower
 wall and the channel is exactly 2h wide. The force g = u_τ² / h (the input u_τ = Re_τ ν / h)
-balances the mean wall stress. MKM's box was 4πh × 2h × 4πh/3; the half-length box keeps the
-two-point correlations of Re_τ = 180 decorrelated over half the box length (Lozano-Durán &
-Jiménez 2014 ran boxes down to πh × 2h × πh/2 at this Re_τ with unchanged mean profiles).
+balances the mean wall stress. MKM's box was 4πh × 2h × 4πh/3: the default box has half its
+length and three quarters of its width to save nodes (``length=4, width=4/3`` is MKM's; the
+effect of the shorter box on U⁺ is not measured here).
 
 Start: Reichardt's mean profile plus the near-wall streaks and spanwise meander of de Villiers
 (2006, PhD thesis, Imperial College, the OpenFOAM ``perturbU`` utility): streamwise streaks

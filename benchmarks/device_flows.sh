@@ -23,8 +23,7 @@ for part in "$@"; do
   case $part in
     tgv) timeout 560 $flows tgv --sizes 64,128,256 2>&1 | tee "$out/flows_tgv.log";;
     tgv-nosgs) timeout 560 $flows tgv --sizes 64,128,256 --schemes lbm-bgk,lbm-mrt \
-                 2>&1 | tee "$out/flows_tgv_nosgs.log"
-               [ -f "$out/flows_tgv.json" ] && mv "$out/flows_tgv.json" "$out/flows_tgv_nosgs.json";;
+                 --tag _nosgs 2>&1 | tee "$out/flows_tgv_nosgs.log";;
     channel) timeout 560 $flows channel --h 32 --transient 50 --average 30 \
                2>&1 | tee "$out/flows_channel.log";;
     sphere3700|sphere10000) timeout 560 $flows "$part" --d 32 --transient 25 --average 50 \

@@ -3,9 +3,9 @@ docs/validation/flows.md, on a CPU with matplotlib:
 
     python benchmarks/flows_plot.py OUT_DIR [--docs docs/validation]
 
-Reads flows_tgv.json, flows_channel.json, flows_sphere3700.json, flows_sphere10000.json (those
-present), writes flows_tgv.png, flows_channel.png, flows_sphere.png and prints the Markdown
-tables of the page.
+Reads flows_tgv.json (and flows_tgv_nosgs.json), flows_channel.json, flows_sphere3700.json,
+flows_sphere10000.json (those present), writes flows_tgv.png, flows_channel.png and
+flows_sphere.png and prints the Markdown tables of the page.
 """
 
 from __future__ import annotations
@@ -81,8 +81,9 @@ def channel(runs: list[dict], docs: Path, plt) -> None:
 
 def sphere(runs: list[dict], docs: Path, plt) -> None:
     ok = [r for r in runs if "error" not in r]
-    print("| Re | scheme | d | c_D | ref | St | ref | T averaged (d/U) | MLUPS | wall s |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| Re | scheme | d | c_D | ref | St | ref | T averaged (d/U) | MLUPS | wall s | "
+          "diverged at (d/U) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in runs:
         if "error" in r:
             print(f"| {r['reynolds']:g} | {r['scheme']} | not built: {r['error']} |||||||")
@@ -90,7 +91,8 @@ def sphere(runs: list[dict], docs: Path, plt) -> None:
         ref = r["reference"] or {}
         print(f"| {r['reynolds']:g} | {r['scheme']} | {r['d']} | {r['c_D']:.3f} | "
               f"{ref.get('c_D')} | {r['St']:.3f} ± {r['resolution'] / 2:.3f} | {ref.get('St')} "
-              f"| {r['convective_times']:.0f} | {r['mlups']:.0f} | {r['wall_seconds']:.0f} |")
+              f"| {r['convective_times']:.0f} | {r['mlups']:.0f} | {r['wall_seconds']:.0f} | "
+              f"{r.get('diverged_at')} |")
     if not ok:
         return
     fig, axes = plt.subplots(1, len(ok), figsize=(5 * len(ok), 4), squeeze=False)
@@ -116,7 +118,7 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if runs := _load(args.folder, "tgv"):
+    if runs := _load(args.folder, "tgv") + _load(args.folder, "tgv_nosgs"):
         tgv(runs, args.docs, plt)
     if runs := _load(args.folder, "channel"):
         channel(runs, args.docs, plt)

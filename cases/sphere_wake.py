@@ -108,9 +108,9 @@ def strouhal(times: np.ndarray, side: Sequence[np.ndarray], d: float, u: float,
 def wake_measures(series: dict[str, np.ndarray], d: float, u: float,
                   transient: float) -> dict[str, float]:
     """Mean c_D, rms side force and St over the samples after ``transient`` convective times
-    d / U (NaN when fewer than 16 samples remain)."""
+    d / U (NaN when fewer than 16 samples remain or one is not finite)."""
     late = series["step"] >= transient * d / u
-    if late.sum() < 16:
+    if late.sum() < 16 or not np.isfinite(series["c_D"][late]).all():
         return {"c_D": math.nan, "St": math.nan, "resolution": math.nan, "c_side_rms": math.nan,
                 "convective_times": 0.0}
     t = series["step"][late]

@@ -114,6 +114,10 @@ def test_wake_measures_need_samples_after_the_transient():
     series = {"step": np.arange(10.0), "c_D": np.ones(10), "c_y": np.zeros(10),
               "c_z": np.zeros(10)}
     assert math.isnan(sphere_wake.wake_measures(series, 8, 0.05, 100.0)["c_D"])
+    series["c_D"][-1] = math.nan  # a diverged run gives no measures
+    assert math.isnan(sphere_wake.wake_measures(series, 8, 0.05, 0.0)["St"])
+    series["c_D"][-1] = 1.0
+    assert sphere_wake.wake_measures(series, 8, 0.05, 0.0)["c_D"] == 1.0
 
 
 def test_sphere_box_and_blockage():

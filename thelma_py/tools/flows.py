@@ -150,7 +150,11 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
     total = end_transient + round(average * turnover)
     diverged = None
     while solver.time_step < total:
-        solver.run(min(stride, total - solver.time_step))
+        try:
+            solver.run(min(stride, total - solver.time_step))
+        except tp.DivergenceError:
+            diverged = solver.time_step / turnover
+            break
         instant = channel.ChannelAverage()
         instant.sample(solver)
         profile = instant.profile()
@@ -181,7 +185,8 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
                transient: float = 25.0, average: float = 50.0, precision: str = "float32",
                device: str = "auto", **build) -> dict:
     """The sphere of :mod:`thelma_py.cases.sphere_wake` at ``reynolds`` for ``transient`` +
-    ``average`` convective times d / U; mean c_D and St over the last ``average``."""
+    ``average`` convective times d / U; mean c_D and St over the last ``average`` (NaN, with
+    ``diverged_at`` in d/U, if the run diverged)."""
     lattice, params = SPHERE_SCHEMES[scheme]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # τ near ½: the subgrid model or cumulants handle it
@@ -189,8 +194,15 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
                                    precision=precision, **params, **build)
     total = round((transient + average) * d / u)
     start = time.perf_counter()
-    solver.run(total)
+    diverged = None
+    try:
+        solver.run(total)
+    except tp.DivergenceError:
+        diverged = solver.time_step * u / d
     series = sphere_wake.force_series(solver)
+    finite = np.isfinite(series["c_D"])
+    if diverged is None and not finite.all():
+        diverged = float(series["step"][np.argmin(finite)] * u / d)
     measures = sphere_wake.wake_measures(series, d, u, transient)
     ref = SPHERE_REFERENCE.get(int(reynolds))
     errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")} if ref else {}
@@ -199,7 +211,7 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
             "shape": solver.geometry.shape, "blockage": sphere_wake.blockage(
                 build.get("width", 7.0)), "precision": precision, "steps": solver.time_step,
             "mlups": solver.mlups, "wall_seconds": time.perf_counter() - start,
-            **measures, **errors, "reference": ref,
+            "diverged_at": diverged, **measures, **errors, "reference": ref,
             "series": {k: v.tolist() for k, v in series.items()}}
 
 
@@ -224,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--average", type=float, default=None,
                         help="channel: eddy turnovers; sphere: d/U of averaging")
     parser.add_argument("--d", type=int, default=32, help="sphere: diameter in nodes")
+    parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
     times = {k: v for k, v in (("transient", args.transient), ("average", args.average))
@@ -237,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
                 except Exception as error:  # noqa: BLE001 - record the failure, run the rest
                     r = {"scheme": scheme, "n": n, "error": f"{type(error).__name__}: {error}"}
                 runs.append(r)
-                _write(args.out, "flows_tgv", {"runs": runs})
+                _write(args.out, f"flows_tgv{args.tag}", {"runs": runs})
                 print(_tgv_line(r), flush=True)
         return
     if args.part == "channel":
@@ -248,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
             except Exception as error:  # noqa: BLE001
                 r = {"scheme": scheme, "error": f"{type(error).__name__}: {error}"}
             runs.append(r)
-            _write(args.out, "flows_channel", {"runs": runs})
+            _write(args.out, f"flows_channel{args.tag}", {"runs": runs})
             print(_channel_line(r), flush=True)
         return
     reynolds = 3700.0 if args.part == "sphere3700" else 10000.0
@@ -260,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
             r = {"scheme": scheme, "reynolds": reynolds,
                  "error": f"{type(error).__name__}: {error}"}
         runs.append(r)
-        _write(args.out, f"flows_{args.part}", {"runs": runs})
+        _write(args.out, f"flows_{args.part}{args.tag}", {"runs": runs})
         print(_sphere_line(r), flush=True)
 
 

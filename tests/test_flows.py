@@ -111,9 +111,9 @@ def test_strouhal_from_side_forces(plane):
 
 
 def test_wake_measures_need_samples_after_the_transient():
-    series = {"step": np.arange(10.0), "c_D": np.ones(10), "c_y": np.zeros(10),
-              "c_z": np.zeros(10)}
-    assert math.isnan(sphere_wake.wake_measures(series, 8, 0.05, 100.0)["c_D"])
+    series = {"step": np.arange(40.0), "c_D": np.ones(40), "c_y": np.zeros(40),
+              "c_z": np.zeros(40)}
+    assert math.isnan(sphere_wake.wake_measures(series, 8, 0.05, 0.2)["c_D"])  # 8 samples left
     series["c_D"][-1] = math.nan  # a diverged run gives no measures
     assert math.isnan(sphere_wake.wake_measures(series, 8, 0.05, 0.0)["St"])
     series["c_D"][-1] = 1.0

@@ -7,7 +7,9 @@ Taylor-Green decay for BGK, TRT and MRT, the fp32-versus-fp64 error study of de 
 spectral reference and (or with ``--only schaefer-turek schaefer-turek-2d2``) the
 Schäfer-Turek 2D-1 cylinder at three resolutions with the observed order, 2D-2 (Strouhal
 number, maximum c_D and c_L), and both LW-ACM schemes against LBM MRT in the 3D cavity at
-Re = 100 on 64³ (``cavity3d``). It writes ``report.md`` (and PNG figures when matplotlib, the
+Re = 100 on 64³ (``cavity3d``); ``--only tgv-les channel sphere-subcritical`` runs the turbulent
+flows of issue 17 (docs/validation/flows.md: small checks on a CPU, the full runs on a GPU). It
+writes ``report.md`` (and PNG figures when matplotlib, the
 ``plot`` extra, is installed) and exits with 1 if a check fails.
 """
 

@@ -38,6 +38,8 @@ TINY = {
     "cylinder_2d2": [dict(n=10)],
     "sphere": [dict(d=4, reynolds=5.0)],
     "stl_object": [dict(size=4, reynolds=5.0)],
+    "channel": [dict(h=3, re_tau=20.0, u_tau=0.01), dict(h=3, re_tau=20.0, collision="bgk")],
+    "sphere_wake": [dict(d=4, reynolds=20.0, length=6, width=4, upstream=2, collision="trt")],
 }
 TINY_ARGV = {
     "lid_driven_cavity": ["--set", "n=8", "--steps", "5", "--quiet"],
@@ -45,6 +47,7 @@ TINY_ARGV = {
     "taylor_green": ["--set", "n=8", "--steps", "5", "--quiet"],
     "pressure_poiseuille": ["--set", "n=6", "--steps", "5", "--quiet"],
     "cylinder": ["--set", "n=10", "--steps", "5", "--quiet"],
+    "channel": ["--set", "h=3", "--set", "re_tau=20.0", "--steps", "5", "--quiet"],
 }
 
 

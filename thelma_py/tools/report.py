@@ -7,7 +7,9 @@ Taylor-Green decay for BGK, TRT and MRT, the fp32-versus-fp64 error study of de 
 spectral reference and (or with ``--only schaefer-turek schaefer-turek-2d2``) the
 Schäfer-Turek 2D-1 cylinder at three resolutions with the observed order, 2D-2 (Strouhal
 number, maximum c_D and c_L), and both LW-ACM schemes against LBM MRT in the 3D cavity at
-Re = 100 on 64³ (``cavity3d``). It writes ``report.md`` (and PNG figures when matplotlib, the
+Re = 100 on 64³ (``cavity3d``); ``--only tgv-les channel sphere-subcritical`` runs the turbulent
+flows of issue 17 (docs/validation/flows.md: small checks on a CPU, the full runs on a GPU). It
+writes ``report.md`` (and PNG figures when matplotlib, the
 ``plot`` extra, is installed) and exits with 1 if a check fails.
 """
 
@@ -26,13 +28,13 @@ import numpy as np
 
 import thelma_py as tp
 from thelma_py.backend import select_backend
-from thelma_py.cases import cylinder, cylinder_2d2, poiseuille, taylor_green
+from thelma_py.cases import channel, cylinder, cylinder_2d2, poiseuille, sphere_wake, taylor_green
 from thelma_py.cases import lid_driven_cavity as cavity
 from thelma_py.cases.reference import TGV_REFERENCE, load_ghia, load_tgv_reference
 from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.lattice import D2Q9
 from thelma_py.modules.compute.lbm.collision import collision_models
-from thelma_py.tools import plots
+from thelma_py.tools import flows, plots
 from thelma_py.tools import validation as v
 from thelma_py.tools.plots import plotting_available
 
@@ -331,6 +333,127 @@ def tgv3d_section(size: str, device: str, run: bool) -> Section:
                                                 deviation, "< 0.5", deviation < 0.5)], plot)
 
 
+# -- turbulent flows (issue #17: channel, Taylor-Green with LES, sphere) --------------------------
+def tgv_les_section(size: str, device: str, gpu: bool) -> Section:
+    """On a GPU every scheme of the issue's bars at 64³ and 128³ to t* = 20 (no divergence;
+    peak −dE/dt within 10 % of the DNS at 128³); on a CPU LBM MRT at 32³ to t* = 5 (E_k within
+    4 % of the DNS: the scheme, the start and the diagnostics of the driver)."""
+    if gpu:
+        runs = [flows.tgv_run(s, n, device=device) for n in (64, 128) for s in flows.TGV_BARS]
+    else:
+        runs = [flows.tgv_run("lbm-mrt", 32, t_end=5.0, samples=20, device=device,
+                              precision="float64")]
+    checks = []
+    for r in runs:
+        label = f"TGV Re 1600 {r['scheme']} {r['n']}³"
+        finite = r["diverged_at"] is None
+        checks.append(Check(f"{label}: ran to t* = {r['t'][-1]:.0f} without diverging",
+                            float(finite), "= 1", finite))
+        bar = flows.TGV_PEAK_TOLERANCE.get(r["n"])
+        if gpu and bar is not None:
+            checks.append(Check(f"{label}: |peak −dE/dt / DNS − 1|", abs(r["peak_error"]),
+                                f"< {bar}", abs(r["peak_error"]) < bar))
+        if not gpu:
+            error = flows.tgv_energy_error(r)
+            checks.append(Check(f"{label}: |E_k / E_k,DNS − 1| at t* = 5", error, "< 0.04",
+                                error < 0.04))
+    reference = load_tgv_reference()
+
+    def plot(fig):
+        ax = fig.subplots()
+        ax.plot(reference["t"], reference["minus_dEk_dt"], "k-", label="spectral 512³")
+        for r in runs:
+            ax.plot(r["t"], r["minus_dEk_dt"], label=f"{r['scheme']} {r['n']}³")
+        ax.set(xlabel="t V0 / L", ylabel="−dE/dt")
+        ax.legend(fontsize=7)
+
+    rows = "\n".join(f"| {r['scheme']} | {r['n']}³ | {r['peak']:.5f} | {r['peak_time']:.2f} | "
+                     f"{r['peak_error']:+.3f} | {r['diverged_at']} |" for r in runs)
+    text = ("Driver `thelma_py.tools.flows.tgv_run` (u0 = 0.05, fp32 on a GPU); full study with "
+            "256³: `benchmarks/device_flows.sh tgv`, page docs/validation/flows.md.\n\n"
+            "| scheme | size | peak −dE/dt | at t* | vs DNS | diverged at |\n"
+            "|---|---|---|---|---|---|\n" + rows)
+    return Section("3D Taylor-Green vortex, Re = 1600, LES and cumulant schemes", "tgv_les",
+                   text, checks, plot)
+
+
+def channel_section(size: str, device: str, gpu: bool) -> Section:
+    """On a GPU the turbulent channel at Re_τ = 180, h = 32 (cumulant): measured Re_τ within
+    5 % and U⁺ within 5 % of MKM above y⁺ = 30 and 10 % below. On a CPU the measure itself on
+    the laminar channel (TRT, exact parabola): Re_τ from the wall stress of the profile equals
+    √(1 − 1/(4h)) Re_τ,force to 0.1 %."""
+    title = "Turbulent channel, Re_τ = 180, against Moser, Kim & Mansour (1999)"
+    if not gpu:
+        h, re_tau = 8, 2.0
+        solver = channel.build(h=h, re_tau=re_tau, u_tau=0.02, amplitude=0.0, length=0.1,
+                               width=0.1, collision="trt", device=device)
+        solver.run(4000)
+        average = channel.ChannelAverage()
+        average.sample(solver)
+        measured = channel.wall_units(average.profile(), solver.compute.nu)["re_tau"]
+        error = abs(measured / (re_tau * math.sqrt(1 - 1 / (4 * h))) - 1)
+        text = (f"CPU: the laminar channel (h = {h}, TRT, force-driven, Re_τ = {re_tau:g}), "
+                f"Re_τ from the wall stress of the profile {measured:.4f}; the turbulent run "
+                "needs a GPU (`--device cuda`).")
+        return Section(title, "channel", text, [Check(
+            "channel laminar: measured Re_τ / (√(1 − 1/4h) Re_τ) − 1", error, "< 0.001",
+            error < 0.001)])
+    r = flows.channel_run("cumulant", device=device)
+    ok = "re_tau" in r
+    re_error = abs(r["re_tau"] / 180 - 1) if ok else math.nan
+    e = r.get("U_plus_error", {"below": math.nan, "above": math.nan})
+    mkm = channel.load_mkm()
+
+    def plot(fig):
+        ax = fig.subplots()
+        ax.semilogx(mkm["y_plus"][1:], mkm["U_plus"][1:], "k-", label="MKM 1999")
+        if ok:
+            ax.semilogx(r["y_plus"], r["U_plus"], "o", markersize=3, label=f"h = {r['h']}")
+        ax.set(xlabel="y⁺", ylabel="U⁺")
+        ax.legend()
+
+    text = (f"h = {r.get('h')}, {r.get('shape')}, {r.get('steps')} steps; measured Re_τ "
+            f"{r.get('re_tau', math.nan):.1f}; U⁺ error {e['below']:.3f} below y⁺ = 30, "
+            f"{e['above']:.3f} above.")
+    return Section(title, "channel", text, [
+        Check("channel: |Re_τ / 180 − 1|", re_error, "< 0.05", re_error < 0.05),
+        Check("channel: max |U⁺ / U⁺_MKM − 1|, y⁺ ≥ 30", e["above"], "< 0.05",
+              e["above"] < 0.05),
+        Check("channel: max |U⁺ / U⁺_MKM − 1|, y⁺ < 30", e["below"], "< 0.10",
+              e["below"] < 0.10)], plot)
+
+
+def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
+    """On a GPU the sphere at Re = 3700 (cumulant, d = 32): mean c_D and St within 5 % of the
+    DNS. On a CPU a steady sphere at Re = 50 (d = 6, TRT): mean c_D within 25 % of the
+    Schiller-Naumann correlation (a smoke check: blockage, coarse d, acoustic start)."""
+    title = "Sphere in the subcritical regime: mean drag and Strouhal number"
+    if not gpu:
+        d, u, re = 6, 0.05, 50.0
+        solver = sphere_wake.build(d=d, reynolds=re, u=u, length=8, width=4, upstream=2.5,
+                                   collision="trt", device=device)
+        solver.run(round(12 * d / u))
+        c_d = sphere_wake.wake_measures(sphere_wake.force_series(solver), d, u, 6.0)["c_D"]
+        expected = 24 / re * (1 + 0.15 * re**0.687)
+        error = abs(c_d / expected - 1)
+        text = (f"CPU smoke run: Re = {re:g}, d = {d}, 8d × 4d × 4d (blockage 4.9 %), mean c_D "
+                f"over 6-12 d/U = {c_d:.3f} (Schiller-Naumann {expected:.3f}, unbounded; the "
+                "blockage and the start's pressure waves raise it). Re = 3700 needs a GPU.")
+        return Section(title, "sphere_subcritical", text, [Check(
+            "sphere Re=50 d=6: |mean c_D / Schiller-Naumann − 1|", error, "< 0.25",
+            error < 0.25)])
+    r = flows.sphere_run(3700.0, device=device)
+    text = (f"Re = 3700, d = {r['d']}, {r['shape']}, cumulant: c_D = {r['c_D']:.3f}, "
+            f"St = {r['St']:.3f} ± {r['resolution'] / 2:.3f}; reference "
+            f"{r['reference']['source']}: c_D {r['reference']['c_D']}, St "
+            f"{r['reference']['St']}.")
+    return Section(title, "sphere_subcritical", text, [
+        Check(f"sphere Re=3700: |c_D / {r['reference']['c_D']} − 1|", abs(r["c_D_error"]),
+              "< 0.05", abs(r["c_D_error"]) < 0.05),
+        Check(f"sphere Re=3700: |St / {r['reference']['St']} − 1|", abs(r["St_error"]),
+              "< 0.05", abs(r["St_error"]) < 0.05)])
+
+
 # -- report ------------------------------------------------------------------------------------
 def render(sections: list[Section], out: Path, header: str) -> tuple[str, bool]:
     """Write figures and return (markdown, all passed)."""
@@ -360,7 +483,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run the 3D Taylor-Green vortex on a CPU (slow)")
     parser.add_argument("--only", nargs="+", metavar="SECTION",
                         choices=("cavity", "poiseuille", "taylor_green", "precision", "tgv3d",
-                                 "schaefer-turek", "schaefer-turek-2d2", "cavity3d"),
+                                 "schaefer-turek", "schaefer-turek-2d2", "cavity3d",
+                                 "tgv-les", "channel", "sphere-subcritical"),
                         help="run only these sections (default: the first five, and on a GPU "
                              "also schaefer-turek, schaefer-turek-2d2 and cavity3d)")
 
@@ -381,6 +505,10 @@ def run(args: argparse.Namespace) -> int:
         "schaefer-turek": lambda: schaefer_turek_section(args.size, device),
         "schaefer-turek-2d2": lambda: schaefer_turek_2d2_section(args.size, device),
         "cavity3d": lambda: cavity3d_section(args.size, device),
+        "tgv-les": lambda: tgv_les_section(args.size, device, backend.is_gpu),
+        "channel": lambda: channel_section(args.size, device, backend.is_gpu),
+        "sphere-subcritical": lambda: sphere_subcritical_section(args.size, device,
+                                                                 backend.is_gpu),
     }
     sections = []
     for name, make in makers.items():

@@ -1,0 +1,232 @@
+"""Turbulent validation cases of issue #17: the channel (cases/channel.py), the sphere wake
+(cases/sphere_wake.py) and the Taylor-Green driver (thelma_py.tools.flows). The answers come
+from the laminar channel's exact parabola, the MKM DNS, synthetic signals of known frequency
+and the spectral TGV DNS; the turbulent runs themselves are GPU work
+(benchmarks/device_flows.sh)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import thelma_py as tp
+from thelma_py.cases import channel, sphere_wake
+from thelma_py.tools import flows
+
+
+def _buildable(scheme: str) -> bool:
+    """Does the compute plug-in of this TGV scheme take its parameters (on this branch)?"""
+    _, name, params = flows.TGV_SCHEMES[scheme]
+    try:
+        tp.plugin("compute", name, nu=0.01, **params)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+MISSING = "the scheme's plug-in or parameter is on another branch (les / lwacm / cumulant)"
+
+
+@pytest.fixture(scope="module")
+def laminar_channel():
+    """The force-driven channel at Re_τ = 2 (laminar), h = 8, TRT (its halfway walls are
+    exactly where they should be for a parabola), run 4000 steps from Reichardt's profile:
+    the slowest start-up mode has decayed by e^-15."""
+    solver = channel.build(h=8, re_tau=2.0, u_tau=0.02, amplitude=0.0, length=0.1, width=0.1,
+                           collision="trt", device="cpu")
+    solver.run(4000)
+    return solver
+
+
+def test_laminar_channel_is_the_exact_parabola(laminar_channel):
+    """U(η) = g / (2ν) (2hη − η²) with the walls half a spacing beyond the faces (η = j + ½):
+    the width is 2h and the force g = u_τ² / h. Tolerance 1e-4 relative: TRT's halfway walls
+    are exact for the parabola, what is left is the decay of the start (e^-15)."""
+    h, p = 8, channel.parameters(8, 2.0, 0.02)
+    average = channel.ChannelAverage()
+    average.sample(laminar_channel)
+    eta = np.arange(h) + 0.5
+    exact = p["force"] / (2 * p["nu"]) * (2 * h * eta - eta**2)
+    np.testing.assert_allclose(average.profile(), exact, rtol=1e-4)
+
+
+def test_measured_re_tau_is_the_wall_stress_of_the_profile(laminar_channel):
+    """The one-sided wall stress ν U(½) / ½ of the exact parabola is g h (1 − 1/(4h)): the
+    measured Re_τ is √(1 − 1/(4h)) times the forcing's, to 1e-4."""
+    average = channel.ChannelAverage()
+    average.sample(laminar_channel)
+    measured = channel.wall_units(average.profile(), laminar_channel.compute.nu)["re_tau"]
+    assert measured == pytest.approx(2.0 * math.sqrt(1 - 1 / 32), rel=1e-4)
+
+
+def test_channel_average_folds_both_walls_and_time():
+    average = channel.ChannelAverage()
+    average.add(np.array([1.0, 2.0, 3.0, 4.0]))
+    average.add(np.array([3.0, 4.0, 5.0, 6.0]))
+    # mean over samples [2, 3, 4, 5]; folded: (2 + 5) / 2, (3 + 4) / 2
+    np.testing.assert_allclose(average.profile(), [3.5, 3.5])
+
+
+def test_reichardt_start_follows_the_dns():
+    """The start's mean profile is within 6 % of MKM's U⁺ over 1 ≤ y⁺ ≤ 170 (Reichardt's fit
+    sits above the DNS in the buffer layer by up to ~5 %)."""
+    mkm = channel.load_mkm()
+    inside = (mkm["y_plus"] >= 1) & (mkm["y_plus"] <= 170)
+    ratio = channel.reichardt(mkm["y_plus"][inside]) / mkm["U_plus"][inside]
+    assert np.abs(ratio - 1).max() < 0.06
+
+
+def test_mkm_table_is_re_tau_178():
+    """The packaged MKM table: the wall point, U⁺ = y⁺ in the sublayer and its last y⁺."""
+    mkm = channel.load_mkm()
+    assert mkm["y_plus"][0] == 0 and mkm["U_plus"][0] == 0
+    assert mkm["y_plus"][-1] == pytest.approx(178, rel=0.01)
+    assert mkm["U_plus"][1] == pytest.approx(mkm["y_plus"][1], rel=0.01)
+
+
+def test_compare_mkm_against_itself_and_a_scaled_profile():
+    mkm = channel.load_mkm()
+    y = mkm["y_plus"][1:]
+    assert channel.compare_mkm(y, mkm["U_plus"][1:])["above"] < 1e-12
+    scaled = channel.compare_mkm(y, 1.07 * mkm["U_plus"][1:])
+    assert scaled["below"] == pytest.approx(0.07) and scaled["above"] == pytest.approx(0.07)
+
+
+@pytest.mark.parametrize("plane", ["fixed", "turning"])
+def test_strouhal_from_side_forces(plane):
+    """A side force at St = 0.21 (d = 32, U = 0.05: period 3048 steps) over 20 periods,
+    sampled every 2 steps, with noise; in a fixed plane or a plane turning slowly (the sphere's
+    wake). Found within half the spectral bin d / (U T)."""
+    d, u, st = 32, 0.05, 0.21
+    t = np.arange(0, 20 / st * d / u, 2.0)
+    rng = np.random.default_rng(3)
+    phase = 2 * np.pi * st * u / d * t
+    turn = 0.0 if plane == "fixed" else 2 * np.pi * t / t[-1] * 0.3
+    cy = 0.1 * np.sin(phase) * np.cos(turn) + 0.02 * rng.standard_normal(len(t))
+    cz = 0.1 * np.sin(phase) * np.sin(turn) + 0.02 * rng.standard_normal(len(t))
+    m = sphere_wake.strouhal(t, (cy, cz), d, u)
+    assert abs(m["St"] - st) <= m["resolution"] / 2
+    assert m["resolution"] == pytest.approx(st / 20, rel=0.01)
+
+
+def test_wake_measures_need_samples_after_the_transient():
+    series = {"step": np.arange(40.0), "c_D": np.ones(40), "c_y": np.zeros(40),
+              "c_z": np.zeros(40)}
+    assert math.isnan(sphere_wake.wake_measures(series, 8, 0.05, 0.2)["c_D"])  # 8 samples left
+    series["c_D"][-1] = math.nan  # a diverged run gives no measures
+    assert math.isnan(sphere_wake.wake_measures(series, 8, 0.05, 0.0)["St"])
+    series["c_D"][-1] = 1.0
+    assert sphere_wake.wake_measures(series, 8, 0.05, 0.0)["c_D"] == 1.0
+
+
+def test_sphere_box_and_blockage():
+    solver = sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2,
+                               collision="trt", device="cpu")
+    assert solver.geometry.shape == (24, 16, 16)
+    assert solver.geometry.periodic == (False, True, True)
+    assert sphere_wake.blockage(7.0) == pytest.approx(0.016, abs=5e-4)
+    solver.run(4)
+    assert np.isfinite(sphere_wake.force_series(solver)["c_D"]).all()
+
+
+@pytest.mark.slow
+def test_tgv_driver_follows_the_dns_to_t5():
+    """LBM MRT at 32³, Re = 1600, to t* = 5 (before the breakdown at t* ≈ 7): E_k within 4 %
+    of the spectral DNS (measured 2.6 %: the coarse lattice's extra dissipation; a viscosity
+    twice too large doubles the 4 % of the DNS's own loss by t* = 5)."""
+    run = flows.tgv_run("lbm-mrt", 32, t_end=5.0, samples=20, device="cpu",
+                        precision="float64")
+    assert run["diverged_at"] is None and run["t"][-1] == pytest.approx(5.0, abs=0.01)
+    assert flows.tgv_energy_error(run) < 0.04
+
+
+def test_tgv_driver_records_divergence():
+    """A τ too close to ½ for BGK on a 12³ box: the driver stops and says when."""
+    run = flows.tgv_run("lbm-bgk", 12, u0=0.15, t_end=30.0, samples=30, device="cpu",
+                        precision="float64")
+    assert run["diverged_at"] is not None and run["diverged_at"] < 30
+
+
+@pytest.mark.parametrize("scheme", flows.TGV_BARS)
+def test_tgv_les_and_cumulant_schemes_run(scheme):
+    """Every scheme of the issue's bars builds and stays finite for 20 steps on 12³ (NumPy).
+    Skipped until the les / lwacm / cumulant branches are merged (then it runs by itself)."""
+    if not _buildable(scheme):
+        pytest.skip(MISSING)
+    run = flows.tgv_run(scheme, 12, t_end=20 * 0.05 * 2 * math.pi / 12, samples=4,
+                        device="cpu", precision="float64")
+    assert run["diverged_at"] is None
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_channel_and_tgv_drivers_run():
+    """On a GPU: the TGV driver at 32³ to t* = 5 (E_k within 4 % of the DNS) and the channel
+    driver for one eddy turnover at h = 8 stay finite (full runs: device_flows.sh)."""
+    run = flows.tgv_run("lbm-mrt", 32, t_end=5.0, samples=20, device="cuda")
+    assert flows.tgv_energy_error(run) < 0.04
+    result = flows.channel_run("mrt", h=8, u_tau=0.01, transient=0.5, average=0.5,
+                               device="cuda")
+    assert result["diverged_at"] is None and np.isfinite(result["re_tau"])
+
+
+@pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
+def test_drivers_on_the_cuda_engine_match_numpy(host_gpu, monkeypatch):
+    """The channel and Taylor-Green drivers on the CUDA engine (kernels compiled for the host,
+    tests/host_cupy.py) and on NumPy: the same plane means and energy series to rounding
+    (fp64, bound 1e-12 relative), so the device-side reductions read the right arrays."""
+    import time
+
+    import thelma_py.solver
+
+    class SolverHost(type(host_gpu)):
+        """The stand-in with the clock and description a Solver asks of its backend."""
+
+        copy_bandwidth = None
+
+        def clock(self) -> float:
+            return time.perf_counter()
+
+        def synchronize(self) -> None:
+            pass
+
+        def describe(self) -> str:
+            return "host-cuda stand-in"
+
+    select = thelma_py.solver.select_backend
+    monkeypatch.setattr(thelma_py.solver, "select_backend",
+                        lambda device: SolverHost() if device == "cuda" else select(device))
+    results = {}
+    for device in ("cpu", "cuda"):
+        run = flows.channel_run("trt", h=3, re_tau=20.0, u_tau=0.01, transient=0.02,
+                                average=0.02, samples_per_turnover=200, device=device,
+                                precision="float64", length=1.0, width=1.0)
+        tgv = flows.tgv_run("lbm-mrt", 8, t_end=0.5, samples=3, device=device,
+                            precision="float64")
+        results[device] = (np.array(run["U_plus"]), np.array(tgv["E_k"] + tgv["enstrophy"]))
+    for cpu, gpu in zip(results["cpu"], results["cuda"], strict=True):
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_channel_and_sphere_validation_sections_pass_on_the_cpu():
+    """`thelma validate --only channel sphere-subcritical` on the CPU: the laminar measure
+    (1e-3) and the sphere smoke check (c_D within 25 % of Schiller-Naumann)."""
+    from thelma_py.tools import report
+
+    for section in (report.channel_section("small", "cpu", False),
+                    report.sphere_subcritical_section("small", "cpu", False)):
+        assert section.checks and all(c.passed for c in section.checks), section.text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scheme", flows.TGV_BARS)
+def test_gpu_tgv_les_schemes_do_not_diverge_at_64(scheme):
+    """The issue's bar at 64³: no divergence to t* = 20 (fp32; seconds on an H100). Skipped
+    for a scheme whose plug-in is not merged yet."""
+    if not _buildable(scheme):
+        pytest.skip(MISSING)
+    run = flows.tgv_run(scheme, 64, device="cuda")
+    assert run["diverged_at"] is None and run["t"][-1] == pytest.approx(20.0, abs=0.01)

@@ -72,13 +72,31 @@ def _to_host(solver: tp.Solver, value) -> float:
 
 
 # -- Taylor-Green vortex -----------------------------------------------------------------------
-def tgv_run(scheme: str, n: int, *, u0: float = 0.05, t_end: float = 20.0, samples: int = 200,
-            precision: str = "float32", device: str = "auto") -> dict:
-    """The Re = 1600 vortex on n³ nodes to t* = ``t_end`` (L = n / 2π, V0 = u0); E_k and
+TGV_U0 = 0.05
+"""Lattice velocity of the vortex for LBM (Ma = 0.087)."""
+LWACM_SPEED_RATIO = 0.5
+"""LW-ACM's pressure waves travel at c_a = √(2ν) (docs/validation/lwacm_energy.md): its runs
+keep u0 ≤ ½ c_a, i.e. u0 = L / 3200 at Re 1600 (u0/c_a = √(u0 Re / 2L))."""
+
+
+def tgv_velocity(compute: str, n: int, reynolds: float = 1600.0) -> float:
+    """u0 of the vortex on n³ nodes: 0.05 for LBM; for LW-ACM the largest u0 with
+    u0/c_a ≤ 0.5 (below which the scheme is stable and nearly incompressible), capped at 0.05."""
+    if not compute.startswith("lwacm"):
+        return TGV_U0
+    length = n / (2 * math.pi)
+    return min(TGV_U0, 2.0 * LWACM_SPEED_RATIO**2 * length / reynolds)
+
+
+def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0,
+            samples: int = 200, precision: str = "float32", device: str = "auto") -> dict:
+    """The Re = 1600 vortex on n³ nodes to t* = ``t_end`` (L = n / 2π, V0 = u0, by default
+    :func:`tgv_velocity`); E_k and
     enstrophy at ``samples`` times in the reference's units, −dE/dt from them, the peak's
     error against the spectral DNS and the t* where the run diverged (E_k not finite or
     above twice its start), or None."""
     lattice, name, params = TGV_SCHEMES[scheme]
+    u0 = tgv_velocity(name, n) if u0 is None else u0
     length = n / (2 * math.pi)
     nu = u0 * length / 1600.0
     size = (n, n, n)

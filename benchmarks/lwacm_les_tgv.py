@@ -4,7 +4,8 @@ does it stay finite to t* = 20, and where is its peak dissipation against the sp
     python benchmarks/lwacm_les_tgv.py --out "$OUT/lwacm_les_tgv.json" \\
         --runs 64:0.05:smagorinsky,128:0.05:smagorinsky,64:auto:smagorinsky,128:auto:none
 
-Each run is n:u0:les. ``auto`` picks u0 = L / 3200 (L = n / 2π), where the artificial Mach
+Each run is n:u0:les[:scheme] (scheme ``lwacm-fused``, the default, or the two-step ``lwacm``).
+``auto`` picks u0 = L / 3200 (L = n / 2π), where the artificial Mach
 number u0 / c_a of LW-ACM (c_a = √((2τ − 1)/3) = √(2ν), docs/validation/lwacm_energy.md) is 0.5
 at Re 1600. Plot afterwards on the CPU with benchmarks/tgv3d_plot.py (the JSON has its format).
 """
@@ -83,8 +84,9 @@ def main() -> None:
     args = parser.parse_args()
     runs = []
     for spec in args.runs.split(","):
-        n, u0, les = spec.split(":")
-        result = run(int(n), u0, les, args.t_end, args.samples, args.precision, args.device)
+        n, u0, les, *scheme = spec.split(":")
+        result = run(int(n), u0, les, args.t_end, args.samples, args.precision, args.device,
+                     *scheme)
         runs.append(result)
         print(f"{result['scheme']:24s} n={result['n']:4d} u0={result['u0']:.4f} "
               f"Ma_a={result['mach_artificial']:.2f}: {result['steps']} steps, "

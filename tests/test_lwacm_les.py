@@ -11,7 +11,7 @@ import thelma_py as tp
 from tests.lbm_setups import LATTICES
 from tests.test_parallel_host_cuda import STEPS, decomposed, exchange, geometry, initialize
 from thelma_py.backend import select_backend
-from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
+from thelma_py.modules.compute.lwacm import LwacmFused
 from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
 
 
@@ -127,9 +127,6 @@ def test_les_kernel_compiles_with_nvcc(tmp_path, lat, real):
 
 
 def test_bad_les_input_gives_one_line_errors():
-    geo = tp.geometry.periodic_box((8, 8))
-    with pytest.raises(ValueError, match=r"lwacm-fused.*valid for 'lwacm': les=None"):
-        tp.compose("D2Q9", geo, Lwacm(nu=0.01, les="smagorinsky"), device="cpu")
     with pytest.raises(ValueError, match="c_s must be"):
         LwacmFused(nu=0.01, les={"name": "smagorinsky", "c_s": -0.1})
     with pytest.raises(ValueError, match="unknown les model"):

@@ -22,7 +22,7 @@ LWACM = ("lwacm", "lwacm-fused")
 
 def build(lattice: str, scheme: str, **kwargs) -> tp.Solver:
     """Walls beyond the non-periodic faces, a moving lid, a solid sphere, x periodic.
-    ``scheme``: an LBM collision or an LW-ACM plug-in name."""
+    ``scheme``: an LBM collision or an LW-ACM plug-in name (``+les``: with Smagorinsky)."""
     if lattice == "D2Q9":
         geo = Geometry((30, 22), periodic=(True, False))
         geo.edge("+y", velocity=(0.06, 0.0))
@@ -39,9 +39,9 @@ def build(lattice: str, scheme: str, **kwargs) -> tp.Solver:
             zero = 0 * x + 0 * y + 0 * z
             return 0.02 * np.sin(x / 3.0) + zero, 0.01 * np.cos(z / 2.0) + zero, 0.01 + zero
     init = tp.plugin("init", "equilibrium", rho=1.0, u=u)
-    collision, les = scheme.removesuffix("+les"), "smagorinsky" if scheme.endswith("+les") else None
-    compute = (tp.plugin("compute", scheme, nu=0.03) if scheme in LWACM
-               else tp.plugin("compute", "lbm", nu=0.03, collision=collision, les=les))
+    name, les = scheme.removesuffix("+les"), "smagorinsky" if scheme.endswith("+les") else None
+    compute = (tp.plugin("compute", name, nu=0.03, les=les) if name in LWACM
+               else tp.plugin("compute", "lbm", nu=0.03, collision=name, les=les))
     return tp.compose(lattice, geo, compute, init=init, device="cpu", **kwargs)
 
 

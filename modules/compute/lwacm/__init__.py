@@ -61,9 +61,10 @@ class LwacmParameters(RelaxationTime):
     """Uniform body acceleration (g_x, g_y[, g_z]): u(t+1) = Σ c_i f_i / ρ + g."""
     les: Smagorinsky | None = attrs.field(default=None, converter=subgrid_model)
     """Subgrid model (:mod:`thelma_py.subgrid`): None (off), ``"smagorinsky"`` or
-    ``{"name": "smagorinsky", "c_s": 0.1}``. Single-step scheme only: each node takes its own
+    ``{"name": "smagorinsky", "c_s": 0.1}``. Single step: each node takes its own
     κ = 2 (1 − τ) from |S| of the central differences of its neighbours' u
-    (:func:`.rule.single_step`)."""
+    (:func:`.rule.single_step`); two-step: |S| from the second moment of the node's pulled f*,
+    the eddy stress carried by the f* it writes (:func:`.rule.subgrid_stress`)."""
 
     def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int:
         """Bytes the engine of :meth:`create` holds per lattice node, known before it is
@@ -97,9 +98,6 @@ class LwacmParameters(RelaxationTime):
         return 2.0 * (self.omega - 1.0) / self.omega
 
     def check(self, lattice: Lattice) -> None:
-        if self.les is not None and not self.fused:
-            raise ValueError("les (a subgrid model) runs with compute 'lwacm-fused' (single step) "
-                             "only; valid for 'lwacm': les=None")
         if self.force is not None and len(self.force) != lattice.d:
             raise ValueError(f"force needs {lattice.d} components for {lattice.name}, "
                              f"got {self.force}")

@@ -67,7 +67,7 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
-            les=params.les if self.scheme == "fused" else None)
+            les=params.les)
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))

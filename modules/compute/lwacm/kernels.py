@@ -56,7 +56,7 @@ class LwacmKernelConfig(cuda.KernelConfig):
     (:func:`.reference.fused_rows`)."""
 
     les: object = None
-    """Single step: the subgrid model (:mod:`thelma_py.subgrid`), its constant baked in."""
+    """The subgrid model (:mod:`thelma_py.subgrid`), its constant baked in."""
 
     @property
     def plane_rows(self) -> int:
@@ -94,7 +94,8 @@ def _two_step_kernel(cfg: LwacmKernelConfig) -> str:
     em = Emitter()
     f = [Expr(f"f{i}", atom=True) for i in range(lat.q)]
     j0 = [Expr(f"j{ax}0", atom=True) for ax in axes]
-    _, _, j, post = rule.two_step(lat, f, j0, Expr("kappa", atom=True), em.let, cfg.force)
+    _, _, j, post = rule.two_step(lat, f, j0, Expr("kappa", atom=True), em.let, cfg.force,
+                                  cfg.les)
     for i, p in enumerate(post):
         em.let(p, f"p{i}")
     head = ["const unsigned char tile = "

@@ -181,7 +181,7 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
         for _ in range(n):
             streamed = layouts.stream(lat, self.walls, self.f)
             _, _, j, post = rule.two_step(lat, list(streamed), list(self.j), self.kappa,
-                                          identity_let, self.force)
+                                          identity_let, self.force, self.params.les)
             f = np.array(post, dtype=self.dtype)
             j = np.array(j, dtype=self.dtype)
             self._keep_solid(f, self.f)

@@ -73,14 +73,76 @@ def add_force(u: Sequence, let: Callable, force: Sequence[float] | None) -> list
 
 
 def two_step(lattice: Lattice, f_in: Sequence, j0: Sequence, kappa, let: Callable,
-             force: Sequence[float] | None = None):
+             force: Sequence[float] | None = None, les=None):
     """One two-step update of a node: f_in are the streamed f*_i(x − c_i) (bounce-back
     applied), j0 the node's own momentum ρ u at t. Returns (ρ, u, j, new f*): j = ρ u of the
-    new state (after the force), what the node stores besides f*."""
+    new state (after the force), what the node stores besides f*.
+
+    ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): κ stays κ₀ and the new f* carries the
+    eddy stress Π_t = −2 ρ ν_t S as an even, massless part (:func:`subgrid_stress`)."""
     f = [let(fi + kappa * odd_j_i(lattice, i, j0), f"g{i}") for i, fi in enumerate(f_in)]
     rho, u = new_moments(lattice, f, let, force)
     j = [let(rho * ua, f"j{axis}") for ua, axis in zip(u, "xyz", strict=False)]
-    return rho, u, j, fstar(lattice, rho, u, kappa, let)
+    post = fstar(lattice, rho, u, kappa, let)
+    if les is not None:
+        extra = subgrid_stress(lattice, f_in, j0, rho, kappa, les, let)
+        post = [p if isinstance(e, Number) and e == 0 else p + e for p, e in zip(post, extra,
+                                                                                  strict=True)]
+    return rho, u, j, post
+
+
+def subgrid_stress(lattice: Lattice, f_in: Sequence, j0: Sequence, rho, kappa, les,
+                   let: Callable) -> list:
+    """The Smagorinsky part of the new f* of a two-step node, from its own pulled values only.
+
+    Strain: Q = Σ_i c_i c_i f*_i(x − c_i) − ρ' I/3 − j j / ρ' (ρ' = Σ_i f*_i(x − c_i), j the
+    node's momentum at t) is, by a Taylor expansion of f*_i(x − c_i) = f^(e)_i − κ f^(e,o)_i
+    at x − c_i, −(1 − κ₀)/3 (∇j + ∇jᵀ) − 2 ρ ν_t S = −2 ρ (2 ν₀ + ν_t) S to O(u³, u ∇ν_t, Δx²)
+    (the ν_t part is the eddy stress the upstream nodes wrote the step before). With ν_t =
+    C_s² |S|, τ' = (1 − κ₀) + 3 ν_t solves the LBM relation |Q| = (2/3) ρ τ' |S| / √2, so
+    :meth:`~thelma_py.subgrid.Smagorinsky.tau_from_stress` (τ₀ → 1 − κ₀) gives it, and
+    Π_t = −2 ρ ν_t S = (1 − (1 − κ₀)/τ') Q.
+
+    Returns f^(t)_i = 9/2 w_i (c_i c_i − I/3) : Π_t (no mass, no momentum): streamed to the
+    neighbours it adds −∇·Π_t = ∇·(2 ρ ν_t S) to their momentum, the eddy viscosity in
+    divergence form, with κ and so the base scheme unchanged."""
+    d = lattice.d
+    q = pulled_stress(lattice, f_in, j0, rho, let)
+    pairs = list(q)
+    weight = {(a, b): 1.0 if a == b else 2.0 for a, b in pairs}
+    norm = let(sqrt(sum(weight[p] * q[p] * q[p] for p in pairs)), "q_norm")
+    base = 1.0 - kappa
+    tau = let(les.tau_from_stress(base, norm, rho), "tau_t")
+    share = let(1.0 - base / tau, "les_share")
+    stress = {p: let(share * q[p], f"pt{p[0]}{p[1]}") for p in pairs}
+    trace = let(sum(stress[(a, a)] for a in range(d)) * (1.0 / 3.0), "pt_trace")
+    out = []
+    for i in range(lattice.q):
+        c = [int(v) for v in lattice.c[i]]
+        terms = [float(weight[(a, b)] * c[a] * c[b]) * stress[(a, b)] for a, b in pairs
+                 if c[a] * c[b]]
+        total = sum(terms[1:], terms[0]) if terms else 0.0
+        out.append(let((4.5 * float(lattice.w[i])) * (total - trace), f"ft{i}"))
+    return out
+
+
+def pulled_stress(lattice: Lattice, f_in: Sequence, j0: Sequence, rho, let: Callable) -> dict:
+    """Q_ab (a ≤ b) = Σ_i c_ia c_ib f_in_i − δ_ab ρ/3 − j0_a j0_b / ρ of a two-step node:
+    −(1 − κ₀)/3 (∂_a j_b + ∂_b j_a) plus the upstream eddy stress (:func:`subgrid_stress`)."""
+    d = lattice.d
+    pairs = [(a, b) for a in range(d) for b in range(a, d)]
+    inverse = let(1.0 / rho, "les_inv_rho")
+    q = {}
+    for a, b in pairs:
+        second = None
+        for i in range(lattice.q):
+            cab = int(lattice.c[i][a]) * int(lattice.c[i][b])
+            if cab:
+                term = f_in[i] if cab > 0 else -f_in[i]
+                second = term if second is None else second + term
+        value = second - j0[a] * j0[b] * inverse
+        q[(a, b)] = let(value - rho * (1.0 / 3.0) if a == b else value, f"q{a}{b}")
+    return q
 
 
 def _velocity_at(lattice: Lattice, fetch: Callable) -> Callable:

@@ -83,8 +83,8 @@ def slice_pixels(values, kind, lo: float, hi: float, table: np.ndarray, width: i
     colours = xp.asarray(table)[colour_indices(values, lo, hi)]
     kind = xp.asarray(kind)
     palette = xp.zeros((256, 4), dtype=xp.uint8)  # kind -> (r, g, b, drawn over the field)
-    palette[list(SOLID_CODES)] = [*SOLID_COLOUR, 1]
-    palette[list(BOUNDARY_CODES)] = [*BOUNDARY_COLOUR, 1]
+    palette[xp.asarray(SOLID_CODES)] = xp.asarray([*SOLID_COLOUR, 1], dtype=xp.uint8)
+    palette[xp.asarray(BOUNDARY_CODES)] = xp.asarray([*BOUNDARY_COLOUR, 1], dtype=xp.uint8)
     over = palette[kind]
     colours = xp.where(over[..., 3:] > 0, over[..., :3], colours)
     image = colours[y[:, None], x[None, :]]

@@ -95,25 +95,61 @@ def kind_plane(kind: np.ndarray, axis: str, index: int) -> np.ndarray:
     return np.take(kind, index, axis=kind.ndim - 1 - AXES.index(axis))
 
 
+def _neighbours(xp, picks: np.ndarray, n: int, periodic: bool):
+    """Indices after and before the sampled ``picks`` of an axis of ``n`` nodes and the
+    spacing between them: central differences, wrapped when periodic, one-sided at the ends
+    otherwise (the differences of :func:`.derived.derivative`)."""
+    if periodic:
+        plus, minus = (picks + 1) % n, (picks - 1) % n
+        span = np.full(picks.shape, 2.0)
+    else:
+        plus, minus = np.minimum(picks + 1, n - 1), np.maximum(picks - 1, 0)
+        span = np.maximum(plus - minus, 1).astype(np.float64)
+    return xp.asarray(plus), xp.asarray(minus), xp.asarray(span)
+
+
+def sampled_gradient(u, picks: Sequence[np.ndarray], periodic: Sequence[bool]):
+    """G[a, b] = ∂u_a/∂x_b at the nodes ``picks`` (sampled x, y, z indices, a grid), from
+    the neighbours of those nodes only: shape (3, 3, len(z), len(y), len(x))."""
+    xp = array_module(u)
+    sizes = tuple(reversed(u.shape[1:]))  # nx, ny, nz
+    grid = [xp.asarray(p) for p in picks]
+    rows = []
+    for a in range(3):
+        row = []
+        for b in range(3):
+            plus, minus, span = _neighbours(xp, np.asarray(picks[b]), sizes[b], periodic[b])
+            around = []
+            for shifted in (plus, minus):
+                index = list(grid)
+                index[b] = shifted
+                around.append(u[a][xp.ix_(index[2], index[1], index[0])])
+            shape = [1, 1, 1]
+            shape[2 - b] = -1
+            row.append((around[0] - around[1]) / span.reshape(shape))
+        rows.append(xp.stack(row))
+    return xp.stack(rows)
+
+
 def volume(name: str, rho, u, periodic: Sequence[bool], stride: int, slab: int = 32):
     """The field ``name`` on every ``stride``-th node of a 3D domain (float32, shape about
-    S/stride), computed ``slab`` sampled z-planes at a time to bound the scratch memory."""
+    S/stride), ``slab`` sampled z-planes at a time; derivatives use the sampled nodes'
+    neighbours only, so the cost follows the samples, not the domain."""
     xp = array_module(u)
-    nz = rho.shape[0]
-    zs = list(range(0, nz, stride))
-    width = 1 if name in NEEDS_NEIGHBOURS else 0
+    nz, ny, nx = rho.shape
+    xs, ys = np.arange(0, nx, stride), np.arange(0, ny, stride)
     parts = []
-    for first in range(0, len(zs), slab):
-        chunk = zs[first:first + slab]
-        lo, hi = chunk[0] - width, chunk[-1] + width + 1
-        wrap = periodic[2] and width and nz > 2
-        planes = [k % nz for k in range(lo, hi)] if wrap else list(range(max(lo, 0), min(hi, nz)))
-        picks = xp.asarray(planes)
-        flags = (periodic[0], periodic[1], False)
-        values = scalar(name, xp.take(rho, picks, axis=0)[:, ::stride, ::stride],
-                        xp.take(u, picks, axis=1)[:, :, ::stride, ::stride], flags) \
-            if width == 0 else scalar(name, xp.take(rho, picks, axis=0),
-                                      xp.take(u, picks, axis=1), flags)[:, ::stride, ::stride]
-        keep = xp.asarray([planes.index(z) for z in chunk])
-        parts.append(xp.take(values, keep, axis=0).astype(xp.float32))
+    for first in range(0, nz, stride * slab):
+        zs = np.arange(first, min(first + stride * slab, nz), stride)
+        if name in NEEDS_NEIGHBOURS:
+            g = sampled_gradient(u, (xs, ys, zs), periodic)
+            if name == "q_criterion":
+                values = derived.q_from_gradient(g)
+            else:
+                values = xp.sqrt((derived.vorticity_from_gradient(g) ** 2).sum(axis=0))
+        else:
+            window = (slice(first, zs[-1] + 1, stride), slice(None, None, stride),
+                      slice(None, None, stride))
+            values = scalar(name, rho[window], u[(slice(None), *window)], periodic)
+        parts.append(xp.asarray(values, dtype=xp.float32))
     return xp.concatenate(parts, axis=0)

@@ -138,13 +138,14 @@ def samples() -> None:
     solver.run(SAMPLE_STEPS)
     solver.finish()
     geometry = geometry_for("cavity", SIZES["cavity"], 3)
-    cavity = [tp.plugin("results", "image", path=out, every=SAMPLE_STEPS + SAMPLE_STEPS // 2, field="speed", axis="y",
-                        prefix="cavity_speed_y"),
-              tp.plugin("results", "image", path=out, every=SAMPLE_STEPS + SAMPLE_STEPS // 2, view="3d", field="speed",
-                        iso=0.01, prefix="cavity_speed_3d")]
+    cavity_steps = SAMPLE_STEPS + SAMPLE_STEPS // 2
+    cavity = [tp.plugin("results", "image", path=out, every=cavity_steps, field="speed",
+                        axis="y", prefix="cavity_speed_y"),
+              tp.plugin("results", "image", path=out, every=cavity_steps, view="3d",
+                        field="speed", iso=0.01, prefix="cavity_speed_3d")]
     solver = compose("D3Q19", geometry, compute("lbm"), results=cavity, device=DEVICE,
                      precision="float32")
-    solver.run(SAMPLE_STEPS + SAMPLE_STEPS // 2)
+    solver.run(cavity_steps)
     solver.finish()
     RESULTS["samples"] = sorted(p.name for p in out.glob("*.png"))
     save()

@@ -275,3 +275,39 @@ def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
     for name in cpu:
         differ = (np.abs(cpu[name].astype(int) - gpu[name].astype(int)) > 2).any(axis=2).mean()
         assert differ < (0.02 if "3d" in name else 0.002), (name, differ)
+
+
+def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu):
+    """The march kernel, compiled for the host and run thread by thread (tests/host_cupy.py),
+    against the NumPy twin: every ray stops at the same voxel with the same kind of hit, on a
+    scene of random values with a solid sphere, from an oblique camera."""
+    import sys
+
+    from thelma_py.modules.results.image_raymarch import _march_numpy, march_kernel
+
+    cp = sys.modules["cupy"]
+    rng = np.random.default_rng(7)
+    solid, _, _ = _sphere_scene(radius=5.0, n=20)
+    value = rng.random((20, 20, 20)).astype(np.float32) ** 8  # sparse high values
+    camera = Camera.orbit((20, 20, 20), azimuth=37, elevation=-21, distance=0.8, fov=50)
+    eye, directions = camera.rays(48, 36)
+    eye32, d32 = eye.astype(np.float32), directions.astype(np.float32)
+    what, voxel = _march_numpy(value, solid, np.float32(0.9), eye32, d32, np.float32(0.5))
+    got_what, got_voxel = march_kernel(cp, cp.asarray(value), cp.asarray(solid), 0.9, eye32,
+                                       d32, 0.5)
+    assert {0, 1, 2} <= set(np.unique(what).tolist())
+    np.testing.assert_array_equal(got_what.get(), what)
+    np.testing.assert_array_equal(got_voxel.get(), voxel)
+
+
+@pytest.mark.nvcc
+def test_march_kernel_compiles_with_nvcc(tmp_path):
+    import shutil
+
+    from tests.nvcc import compile_cubin
+    from thelma_py.modules.results.image_raymarch import MARCH_SOURCE
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc")
+    result = compile_cubin(MARCH_SOURCE, tmp_path, "image_march")
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -1,10 +1,11 @@
 """A 3D view: rays from a pinhole camera marched through a scalar volume to the first sample at
 or above an iso level, or the first solid sample, then shaded (NumPy or CuPy arrays, one code).
 
-Sampling is nearest-node at a fixed step (half a voxel by default); rays that hit or leave the
-volume are dropped from the march (early termination), so the work follows the rays still
-going. Coordinates are lattice nodes: node (i, j, k) sits at (x, y, z) = (i, j, k); a volume
-thinned by ``stride`` has voxel (a, b, c) at node (a, b, c) * stride.
+Sampling is nearest-node at a fixed step (half a voxel by default), and a ray stops at its
+first hit. On a GPU one CUDA thread marches one ray (:data:`MARCH_SOURCE`); its NumPy twin
+marches all rays in lockstep with the same float32 arithmetic. Coordinates are lattice nodes:
+node (i, j, k) sits at (x, y, z) = (i, j, k); a volume thinned by ``stride`` has voxel
+(a, b, c) at node (a, b, c) * stride.
 """
 
 from __future__ import annotations
@@ -75,44 +76,138 @@ def _box_interval(eye, directions, upper):
     return np.maximum(near, 0.0), far
 
 
+MARCH_SOURCE = r"""
+#ifndef __CUDACC__
+#include <math.h>
+#define MUL(a, b) ((a) * (b))
+#define ADD(a, b) ((a) + (b))
+#else
+#define MUL(a, b) __fmul_rn(a, b)
+#define ADD(a, b) __fadd_rn(a, b)
+#endif
+// One thread per ray: march from near to far in steps, stop at the first sample that is solid
+// or at least iso (nearest voxel). Products and sums are rounded one by one (no fused
+// multiply-add), as in the NumPy twin image_raymarch._march_numpy.
+extern "C" __global__ void image_march(const float* value, const unsigned char* solid,
+    float iso, float ex, float ey, float ez, const float* dirs, const float* near,
+    const float* far, int nx, int ny, int nz, float step, int rays, unsigned char* what,
+    int* voxel)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rays) return;
+    what[r] = 0;
+    voxel[r] = -1;
+    float dx = dirs[3 * r], dy = dirs[3 * r + 1], dz = dirs[3 * r + 2];
+    float t0 = near[r], t1 = far[r];
+    for (int k = 0;; ++k) {
+        float t = ADD(t0, MUL((float)k + 0.5f, step));
+        if (!(t < t1)) return;
+        int ix = (int)floorf(ADD(ADD(ex, MUL(t, dx)), 0.5f));
+        int iy = (int)floorf(ADD(ADD(ey, MUL(t, dy)), 0.5f));
+        int iz = (int)floorf(ADD(ADD(ez, MUL(t, dz)), 0.5f));
+        ix = ix < 0 ? 0 : (ix > nx - 1 ? nx - 1 : ix);
+        iy = iy < 0 ? 0 : (iy > ny - 1 ? ny - 1 : iy);
+        iz = iz < 0 ? 0 : (iz > nz - 1 ? nz - 1 : iz);
+        int f = (iz * ny + iy) * nx + ix;
+        bool s = solid[f] != 0;
+        if (s || value[f] >= iso) {
+            what[r] = s ? 2 : 1;
+            voxel[r] = f;
+            return;
+        }
+    }
+}
+"""
+BLOCK = 128
+
+
 def march(value, solid, iso: float, eye, directions, step: float = 0.5):
     """First hit along every ray: (what, voxel) with what 0 = nothing, 1 = ``value`` >= ``iso``,
-    2 = a ``solid`` voxel, and the flat voxel index hit (−1 for none).
+    2 = a ``solid`` voxel, and the flat voxel index hit (int32, −1 for none).
 
-    ``value``: volume (nz, ny, nx) on any device; ``solid``: bool of the same shape, or None;
-    ``eye`` (3,) and ``directions`` (P, 3) in voxel units (host). Rays advance in lockstep by
-    ``step`` voxels from where they enter the volume.
+    ``value``: float32 volume (nz, ny, nx) on any device; ``solid``: bool of the same shape,
+    or None; ``eye`` (3,) and ``directions`` (P, 3) in voxel units (host). Rays advance by
+    ``step`` voxels from where they enter the volume. NumPy arrays: :func:`_march_numpy`;
+    CuPy arrays: the kernel :data:`MARCH_SOURCE` (the same arithmetic in float32).
     """
     xp = array_module(value)
+    eye32 = np.asarray(eye, float).astype(np.float32)
+    d32 = np.asarray(directions, float).astype(np.float32)
+    if solid is None:
+        solid = xp.zeros(value.shape, dtype=bool)
+    if xp is np:
+        return _march_numpy(np.asarray(value, np.float32), solid, np.float32(iso), eye32, d32,
+                            np.float32(step))
+    return march_kernel(xp, value, solid, iso, eye32, d32, step)
+
+
+_PREPARED: dict = {}
+"""The last rays prepared for a march (their entry/exit distances, on the device): the
+plug-in renders the same rays at every step."""
+
+
+def _prepared(xp, shape, eye32, d32):
+    """(directions, near, far) on the device of ``xp`` for these rays, cached for the last."""
+    key = (xp.__name__, tuple(shape), eye32.tobytes(), d32.shape, d32[::9973].tobytes())
+    if _PREPARED.get("key") != key:
+        near, far = _intervals(shape, eye32, d32)
+        _PREPARED.clear()
+        _PREPARED.update(key=key, value=(xp.asarray(d32), xp.asarray(near), xp.asarray(far)))
+    return _PREPARED["value"]
+
+
+def _intervals(shape, eye, directions):
+    """float32 entry and exit distances of the rays (in float64 on the host, then rounded)."""
+    nz, ny, nx = shape
+    near, far = _box_interval(np.asarray(eye, float), np.asarray(directions, float), (nx, ny, nz))
+    near = near.astype(np.float32)
+    far = np.where(near < far, far, near).astype(np.float32)  # a miss: no step is taken
+    return near, far
+
+
+def march_kernel(cp, value, solid, iso, eye32, d32, step):
+    """The CUDA march (``cp``: cupy, or the host stand-in of the tests)."""
+    from thelma_py.codegen.compile import compile_module
+
+    d, near, far = _prepared(cp, value.shape, eye32, d32)
     nz, ny, nx = value.shape
-    near, far = _box_interval(np.asarray(eye, float), directions, (nx, ny, nz))
-    flat_value = value.reshape(-1)
-    flat_solid = solid.reshape(-1) if solid is not None else None
-    count = directions.shape[0]
-    what = xp.zeros(count, dtype=xp.uint8)
-    voxel = xp.full(count, -1, dtype=xp.int64)
-    alive = xp.asarray(np.flatnonzero(near < far))
-    if alive.size == 0:
-        return what, voxel
-    d = xp.asarray(directions)
-    eye_d = xp.asarray(np.asarray(eye, float))
-    near_d, far_d = xp.asarray(near), xp.asarray(far)
-    limits = xp.asarray([nx - 1, ny - 1, nz - 1])
-    steps = int(math.ceil(float((far - near)[near < far].max()) / step)) + 1
-    for k in range(steps):
-        t = near_d[alive] + (k + 0.5) * step
-        inside = t < far_d[alive]
-        position = eye_d + t[:, None] * d[alive]
-        index = xp.clip(xp.floor(position + 0.5).astype(xp.int64), 0, limits)
+    rays = d32.shape[0]
+    what = cp.zeros(rays, dtype=np.uint8)
+    voxel = cp.zeros(rays, dtype=np.int32)
+    kernel = compile_module(MARCH_SOURCE).get_function("image_march")
+    kernel(((rays + BLOCK - 1) // BLOCK,), (BLOCK,),
+           (cp.ascontiguousarray(value), cp.ascontiguousarray(solid).view(np.uint8),
+            np.float32(iso), *(np.float32(v) for v in eye32), d, near, far,
+            np.int32(nx), np.int32(ny), np.int32(nz), np.float32(step), np.int32(rays), what,
+            voxel))
+    return what, voxel
+
+
+def _march_numpy(value, solid, iso, eye32, d32, step):
+    """The NumPy twin of :data:`MARCH_SOURCE`: all rays in lockstep, rays that hit or leave
+    dropped from the march, every product and sum rounded to float32 as in the kernel."""
+    _, near, far = _prepared(np, value.shape, eye32, d32)
+    nz, ny, nx = value.shape
+    flat_value, flat_solid = value.reshape(-1), np.asarray(solid).reshape(-1)
+    what = np.zeros(d32.shape[0], dtype=np.uint8)
+    voxel = np.full(d32.shape[0], -1, dtype=np.int32)
+    alive = np.flatnonzero(near < far)
+    limits = np.array([nx - 1, ny - 1, nz - 1])
+    half = np.float32(0.5)
+    k = 0
+    while alive.size:
+        t = near[alive] + np.float32(k + 0.5) * step
+        going = t < far[alive]
+        alive, t = alive[going], t[going]
+        position = eye32 + t[:, None] * d32[alive]
+        index = np.clip(np.floor(position + half).astype(np.int64), 0, limits)
         flat = (index[:, 2] * ny + index[:, 1]) * nx + index[:, 0]
-        hit_value = inside & (flat_value[flat] >= iso)
-        hit_solid = inside & flat_solid[flat] if flat_solid is not None else hit_value & False
-        hit = hit_value | hit_solid
-        what[alive[hit]] = xp.where(hit_solid[hit], 2, 1).astype(xp.uint8)
+        hit_solid = flat_solid[flat]
+        hit = hit_solid | (flat_value[flat] >= iso)
+        what[alive[hit]] = np.where(hit_solid[hit], 2, 1)
         voxel[alive[hit]] = flat[hit]
-        alive = alive[inside & ~hit]
-        if alive.size == 0:
-            break
+        alive = alive[~hit]
+        k += 1
     return what, voxel
 
 

@@ -311,3 +311,18 @@ def test_march_kernel_compiles_with_nvcc(tmp_path):
         pytest.skip("no nvcc")
     result = compile_cubin(MARCH_SOURCE, tmp_path, "image_march")
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_thelma_run_image_option_writes_images_and_refuses_bad_ones(tmp_path, capsys):
+    from pathlib import Path
+
+    from thelma_py.tools.cli import main
+
+    case = str(Path(__file__).parents[1] / "cases" / "lid_driven_cavity.py")
+    assert main(["run", case, "--steps", "10", "--set", "n=12", "--quiet", "--out",
+                 str(tmp_path), "--image", "field=vorticity size=(64,48) every=5"]) == 0
+    names = sorted(p.name for p in (tmp_path / "images").glob("*.png"))
+    assert names == [f"image_vorticity_{s:08d}.png" for s in (0, 5, 10)]
+    assert read_png(tmp_path / "images" / names[-1]).shape == (48, 64, 3)
+    assert main(["run", case, "--steps", "1", "--quiet", "--image", "colormap=jet"]) == 2
+    assert "unknown colour map 'jet'; known: viridis, coolwarm, gray" in capsys.readouterr().err

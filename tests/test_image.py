@@ -274,7 +274,7 @@ def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
     assert cpu.keys() == gpu.keys() and len(cpu) == 10
     for name in cpu:
         differ = (np.abs(cpu[name].astype(int) - gpu[name].astype(int)) > 8).any(axis=2).mean()
-        assert differ < (0.02 if "3d" in name else 0.002), (name, differ)
+        assert differ < (0.03 if "3d" in name else 0.01), (name, differ)
 
 
 def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu):
@@ -353,3 +353,15 @@ def test_every_scheme_and_storage_gives_the_slice_of_its_own_fields(tmp_path, sc
         else:
             row = int(np.clip(np.floor((ux[y, x] + 0.05) / 0.1 * 255 + 0.5), 0, 255))
             assert pixel == tuple(table[row]), (x, y)
+
+
+def test_rounding_noise_of_a_fluid_at_rest_is_not_stretched_over_the_colour_map():
+    """ρ = 1 ± 1e-7 (float32 rounding): the automatic pressure range is at least 1e-6 wide,
+    so every pixel stays within a level of the middle of the map."""
+    writer = tp.plugin("results", "image", path=".", field="p", size=(8, 8), colorbar=False)
+    noise = np.random.default_rng(0).uniform(-1e-7, 1e-7, (8, 8))
+    values = image_fields.plane("p", 1 + noise, np.zeros((2, 8, 8)), (True, True), "z", 0)
+    pixels, lo, hi, table = writer.slice_image(values, np.full((8, 8), FLUID, np.uint8), 2)
+    assert hi - lo == pytest.approx(1e-6)
+    middle = {tuple(table[k]) for k in (127, 128, 129)}
+    assert {tuple(p) for p in pixels.reshape(-1, 3)} <= middle

@@ -21,10 +21,11 @@ BAR_FRACTION = 0.12
 """Share of the image width kept for the colour bar and its numbers, when there is one."""
 
 
-def value_range(values, mask, fixed: tuple[float, float] | None, symmetric: bool
-                ) -> tuple[float, float]:
-    """``fixed``, else min..max of ``values`` where ``mask`` (symmetric about 0 if asked);
-    a flat field gets a range of width 1e-12 around its value."""
+def value_range(values, mask, fixed: tuple[float, float] | None, symmetric: bool,
+                floor: float = 1e-12) -> tuple[float, float]:
+    """``fixed``, else min..max of ``values`` where ``mask`` (symmetric about 0 if asked),
+    at least ``floor`` wide (centred on the field): rounding noise of a flat field is not
+    stretched over the whole colour map."""
     if fixed is not None:
         return float(fixed[0]), float(fixed[1])
     xp = array_module(values)
@@ -35,8 +36,9 @@ def value_range(values, mask, fixed: tuple[float, float] | None, symmetric: bool
     lo, hi = float(chosen.min()), float(chosen.max())
     if symmetric:
         lo, hi = -max(abs(lo), abs(hi)), max(abs(lo), abs(hi))
-    if hi - lo < 1e-12:
-        lo, hi = lo - 0.5e-12, hi + 0.5e-12
+    if hi - lo < floor:
+        middle = 0.5 * (lo + hi)
+        lo, hi = middle - 0.5 * floor, middle + 0.5 * floor
     return lo, hi
 
 

@@ -108,7 +108,7 @@ def view_1024(repeats: int = 5) -> None:
         value = image_fields.volume("q_criterion", rho, u, solver.tags.periodic, stride)
         sync()
         t2 = time.perf_counter()
-        eye, directions = next(v for k, v in writer._cache.items() if k[0] == "rays")
+        eye, directions, _ = next(v for k, v in writer._cache.items() if k[0] == "rays")
         march(value, writer._cache["solid"], 1e-9, eye, directions)
         sync()
         t3 = time.perf_counter()

@@ -334,12 +334,14 @@ class ImageWriter(Results):
             if self.camera_position is not None and self.camera_target is None:
                 raise ValueError("camera_position needs camera_target")
             eye, directions = camera.rays(width, height)
-            self._cache[key] = (eye / stride, directions)
-        eye, directions = self._cache[key]
+            directions = directions.astype(np.float32)
+            self._cache[key] = ((eye / stride).astype(np.float32), directions,
+                                _device_like(value, directions))
+        eye, directions, on_device = self._cache[key]
         what, voxel = march(value, solid, iso, eye, directions)
         rows = colour_indices(colour, lo, hi)
         table = self._table(self.colour_field, 3)
-        pixels = shade(what, voxel, value, solid, rows, table, directions, width, height)
+        pixels = shade(what, voxel, value, solid, rows, table, on_device, width, height)
         return _to_host(pixels), lo, hi, table
 
     def _write(self, target: Path, step: int, pixels: np.ndarray, lo: float, hi: float,

@@ -77,7 +77,7 @@ def _box_interval(eye, directions, upper):
 
 
 MARCH_SOURCE = r"""
-#ifndef __CUDACC__
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
 #include <math.h>
 #define MUL(a, b) ((a) * (b))
 #define ADD(a, b) ((a) + (b))
@@ -131,8 +131,8 @@ def march(value, solid, iso: float, eye, directions, step: float = 0.5):
     CuPy arrays: the kernel :data:`MARCH_SOURCE` (the same arithmetic in float32).
     """
     xp = array_module(value)
-    eye32 = np.asarray(eye, float).astype(np.float32)
-    d32 = np.asarray(directions, float).astype(np.float32)
+    eye32 = np.asarray(eye, np.float32)
+    d32 = np.asarray(directions, np.float32)  # no copy when the caller keeps float32 rays
     if solid is None:
         solid = xp.zeros(value.shape, dtype=bool)
     if xp is np:

@@ -1,9 +1,10 @@
 """A 3D view: rays from a pinhole camera marched through a scalar volume to the first sample at
 or above an iso level, or the first solid sample, then shaded (NumPy or CuPy arrays, one code).
 
-Sampling is nearest-node at a fixed step (half a voxel by default), and a ray stops at its
-first hit. On a GPU one CUDA thread marches one ray (:data:`MARCH_SOURCE`); its NumPy twin
-marches all rays in lockstep with the same float32 arithmetic. Coordinates are lattice nodes:
+Samples at a fixed step (half a voxel by default): the value is interpolated trilinearly, the
+solid flag and the recorded voxel are the nearest node's; a ray stops at its first hit. On a
+GPU one CUDA thread marches one ray (:data:`MARCH_SOURCE`); its NumPy twin marches all rays in
+lockstep with the same float32 arithmetic. Coordinates are lattice nodes:
 node (i, j, k) sits at (x, y, z) = (i, j, k); a volume thinned by ``stride`` has voxel
 (a, b, c) at node (a, b, c) * stride.
 """
@@ -85,9 +86,11 @@ MARCH_SOURCE = r"""
 #define MUL(a, b) __fmul_rn(a, b)
 #define ADD(a, b) __fadd_rn(a, b)
 #endif
+#define CLAMP(i, n) ((i) < 0 ? 0 : ((i) > (n) - 1 ? (n) - 1 : (i)))
 // One thread per ray: march from near to far in steps, stop at the first sample that is solid
-// or at least iso (nearest voxel). Products and sums are rounded one by one (no fused
-// multiply-add), as in the NumPy twin image_raymarch._march_numpy.
+// (nearest voxel) or whose trilinear value is at least iso; record the nearest voxel.
+// Products and sums are rounded one by one (no fused multiply-add), as in the NumPy twin
+// image_raymarch._march_numpy.
 extern "C" __global__ void image_march(const float* value, const unsigned char* solid,
     float iso, float ex, float ey, float ez, const float* dirs, const float* near,
     const float* far, int nx, int ny, int nz, float step, int rays, unsigned char* what,
@@ -102,15 +105,29 @@ extern "C" __global__ void image_march(const float* value, const unsigned char* 
     for (int k = 0;; ++k) {
         float t = ADD(t0, MUL((float)k + 0.5f, step));
         if (!(t < t1)) return;
-        int ix = (int)floorf(ADD(ADD(ex, MUL(t, dx)), 0.5f));
-        int iy = (int)floorf(ADD(ADD(ey, MUL(t, dy)), 0.5f));
-        int iz = (int)floorf(ADD(ADD(ez, MUL(t, dz)), 0.5f));
-        ix = ix < 0 ? 0 : (ix > nx - 1 ? nx - 1 : ix);
-        iy = iy < 0 ? 0 : (iy > ny - 1 ? ny - 1 : iy);
-        iz = iz < 0 ? 0 : (iz > nz - 1 ? nz - 1 : iz);
+        float px = ADD(ex, MUL(t, dx)), py = ADD(ey, MUL(t, dy)), pz = ADD(ez, MUL(t, dz));
+        int ix = CLAMP((int)floorf(ADD(px, 0.5f)), nx);
+        int iy = CLAMP((int)floorf(ADD(py, 0.5f)), ny);
+        int iz = CLAMP((int)floorf(ADD(pz, 0.5f)), nz);
         int f = (iz * ny + iy) * nx + ix;
         bool s = solid[f] != 0;
-        if (s || value[f] >= iso) {
+        // trilinear value between the 8 nodes around p (clamped into the volume)
+        px = fminf(fmaxf(px, 0.0f), (float)(nx - 1));
+        py = fminf(fmaxf(py, 0.0f), (float)(ny - 1));
+        pz = fminf(fmaxf(pz, 0.0f), (float)(nz - 1));
+        int x0 = (int)floorf(px), y0 = (int)floorf(py), z0 = (int)floorf(pz);
+        int sx = x0 < nx - 1 ? 1 : 0, sy = y0 < ny - 1 ? nx : 0;
+        int sz = z0 < nz - 1 ? nx * ny : 0;
+        float fx = ADD(px, -(float)x0), fy = ADD(py, -(float)y0), fz = ADD(pz, -(float)z0);
+        float gx = ADD(1.0f, -fx), gy = ADD(1.0f, -fy), gz = ADD(1.0f, -fz);
+        const float* c = value + (z0 * ny + y0) * nx + x0;
+        float c00 = ADD(MUL(c[0], gx), MUL(c[sx], fx));
+        float c10 = ADD(MUL(c[sy], gx), MUL(c[sy + sx], fx));
+        float c01 = ADD(MUL(c[sz], gx), MUL(c[sz + sx], fx));
+        float c11 = ADD(MUL(c[sz + sy], gx), MUL(c[sz + sy + sx], fx));
+        float v = ADD(MUL(ADD(MUL(c00, gy), MUL(c10, fy)), gz),
+                      MUL(ADD(MUL(c01, gy), MUL(c11, fy)), fz));
+        if (s || v >= iso) {
             what[r] = s ? 2 : 1;
             voxel[r] = f;
             return;
@@ -183,6 +200,26 @@ def march_kernel(cp, value, solid, iso, eye32, d32, step):
     return what, voxel
 
 
+def _trilinear(flat_value, position, sizes):
+    """float32 trilinear values at the points (P, 3) clamped into the volume, in the
+    kernel's order of operations."""
+    upper = np.array([n - 1 for n in sizes], dtype=np.float32)
+    p = np.minimum(np.maximum(position, np.float32(0)), upper)
+    low = np.floor(p).astype(np.int64)
+    nx, ny, _ = sizes
+    step = [np.where(low[:, a] < sizes[a] - 1, s, 0) for a, s in enumerate((1, nx, nx * ny))]
+    f = p - low.astype(np.float32)
+    g = np.float32(1) - f
+    base = (low[:, 2] * ny + low[:, 1]) * nx + low[:, 0]
+    sx, sy, sz = step
+
+    def edge(offset):
+        return flat_value[base + offset] * g[:, 0] + flat_value[base + offset + sx] * f[:, 0]
+
+    c00, c10, c01, c11 = edge(0), edge(sy), edge(sz), edge(sz + sy)
+    return (c00 * g[:, 1] + c10 * f[:, 1]) * g[:, 2] + (c01 * g[:, 1] + c11 * f[:, 1]) * f[:, 2]
+
+
 def _march_numpy(value, solid, iso, eye32, d32, step):
     """The NumPy twin of :data:`MARCH_SOURCE`: all rays in lockstep, rays that hit or leave
     dropped from the march, every product and sum rounded to float32 as in the kernel."""
@@ -203,7 +240,7 @@ def _march_numpy(value, solid, iso, eye32, d32, step):
         index = np.clip(np.floor(position + half).astype(np.int64), 0, limits)
         flat = (index[:, 2] * ny + index[:, 1]) * nx + index[:, 0]
         hit_solid = flat_solid[flat]
-        hit = hit_solid | (flat_value[flat] >= iso)
+        hit = hit_solid | (_trilinear(flat_value, position, (nx, ny, nz)) >= iso)
         what[alive[hit]] = np.where(hit_solid[hit], 2, 1)
         voxel[alive[hit]] = flat[hit]
         alive = alive[~hit]

@@ -10,4 +10,4 @@ out=${OUT:-out}; mkdir -p "$out"; export OUT="$out"
 THELMA_REQUIRE_GPU=1 timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
   tests/test_image.py > "$out/gpu_image_tests.log" 2>&1
 tail -n 5 "$out/gpu_image_tests.log"
-timeout 420 python3 benchmarks/device_images.py cost view samples
+timeout 420 python3 benchmarks/device_images.py cost samples view

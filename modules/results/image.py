@@ -6,7 +6,8 @@ Only pixels travel to the host: a slice differentiates a slab of three planes on
 (:mod:`.image_raymarch`). Colour bar and step label are drawn on the small host image
 (:mod:`.image_render`, :mod:`.bitmap_font`), PNG encoding (:mod:`.png`) on the writer thread.
 Distributed runs: each rank sends the slab it holds of the slice to rank 0, which renders the
-one image per step (3D views are for one domain so far).
+one image per step; a 3D view sums the thinned grids over the ranks (each fills the nodes it
+owns), and rank 0 renders.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from thelma_py.modules.results.image_fields import (
     SOLID_CODES,
     check_field,
     kind_plane,
+    local_fetch,
     plane,
     signed,
     slab_planes,
-    volume,
+    volume_from,
 )
 from thelma_py.modules.results.image_raymarch import Camera, march, shade
 from thelma_py.modules.results.image_render import (
@@ -120,7 +122,7 @@ class ImageWriter(Results):
     coloured by ``colour_field``, with the solid geometry, seen by an orbit camera
     (``azimuth``, ``elevation``) or from ``camera_position`` to ``camera_target``."""
 
-    supports_distributed = True  # slices: gathered to rank 0 (see _gathered_plane)
+    supports_distributed = True  # see _gathered_plane and _rank_fetches
 
     path: Path = attrs.field(converter=Path)
     """Output directory (created by :meth:`start`)."""
@@ -180,9 +182,6 @@ class ImageWriter(Results):
             check_field(self.colour_field, d)
             if d != 3:
                 raise ValueError("a 3D image view needs a 3D flow; use view='slice'")
-            if solver.rank_box is not None:
-                raise ValueError("3D image views are for one domain so far; use view='slice' "
-                                 "in distributed runs")
         elif d == 3:
             n = shape[AXES.index(self.axis)]
             if self.position is not None and not (isinstance(self.position, int)
@@ -303,18 +302,29 @@ class ImageWriter(Results):
         return values, kind_plane(full_kind, self.axis, middle)
 
     def render_view(self, solver):
-        """Host pixels of the 3D view of this step, and the colour range of ``colour_field``."""
-        rho, u = solver.engine.macroscopic()
+        """Host pixels of the 3D view of this step, and the colour range of ``colour_field``
+        (None on the ranks other than 0 of a distributed run)."""
         shape_xyz = tuple(solver.tags.global_shape)
         stride = self.stride or max(1, -(-max(shape_xyz) // VOLUME_NODES))
-        value = volume(self.field, rho, u, solver.tags.periodic, stride)
+        periodic = solver.tags.periodic
+        if solver.rank_box is None:
+            rho, u = solver.engine.macroscopic()
+            fetch = local_fetch(rho, u)
+            if "solid" not in self._cache:
+                kind = solver.tags.kind[::stride, ::stride, ::stride]
+                self._cache["solid"] = np.isin(kind, SOLID_CODES)
+        else:
+            fetch, kind_fetch = _rank_fetches(solver)
+            if "solid" not in self._cache:
+                xs, ys, zs = (np.arange(0, n, stride) for n in shape_xyz)
+                self._cache["solid"] = np.isin(kind_fetch(xs, ys, zs), SOLID_CODES)
+        value = volume_from(fetch, self.field, shape_xyz, periodic, stride)
         colour = value if self.colour_field == self.field else \
-            volume(self.colour_field, rho, u, solver.tags.periodic, stride)
-        if "solid" not in self._cache:
-            kind = solver.tags.kind[::stride, ::stride, ::stride]
-            self._cache["solid"] = _device_like(value, np.isin(kind, SOLID_CODES))
-        solid = self._cache["solid"]
-        return self.view_image(value, colour, solid, shape_xyz, stride)
+            volume_from(fetch, self.colour_field, shape_xyz, periodic, stride)
+        if not solver.lead:
+            return None, 0.0, 0.0, None
+        self._cache["solid"] = _device_like(value, self._cache["solid"])
+        return self.view_image(value, colour, self._cache["solid"], shape_xyz, stride)
 
     def view_image(self, value, colour, solid, shape_xyz, stride: int):
         """(host pixels, lo, hi, colour table) of the 3D view of the volumes ``value`` and
@@ -372,6 +382,38 @@ class ImageWriter(Results):
 
     def load_state_dict(self, state: dict) -> None:
         self.written = [(int(s), str(n)) for s, n in state.get("written", [])]
+
+
+def _rank_fetches(solver):
+    """Fetches of a distributed run for :func:`.image_fields.volume_from`: every rank puts
+    the nodes it owns of the asked grid into zeros, and the sum over the ranks (collective:
+    every rank asks for the same grids in the same order) is the grid of the whole domain."""
+    box = solver.rank_box
+    rho, u, kind = (np.asarray(a) for a in solver.piece_fields())
+
+    def local(xs, ys, zs):
+        where, local_index = [], []
+        for picks, low, n in zip((xs, ys, zs), box.lower, box.shape, strict=True):
+            mine = (picks >= low) & (picks < low + n)
+            where.append(np.flatnonzero(mine))
+            local_index.append(picks[mine] - low)
+        return np.ix_(*reversed(where)), np.ix_(*reversed(local_index))
+
+    def fetch(xs, ys, zs):
+        into, take = local(xs, ys, zs)
+        r = np.zeros((len(zs), len(ys), len(xs)))
+        v = np.zeros((u.shape[0], len(zs), len(ys), len(xs)))
+        r[into] = rho[take]
+        v[(slice(None), *into)] = u[(slice(None), *take)]
+        total = solver.reduce(np.concatenate([r[None], v]))
+        return total[0], total[1:]
+
+    def kind_fetch(xs, ys, zs):
+        into, take = local(xs, ys, zs)
+        k = np.zeros((len(zs), len(ys), len(xs)))
+        k[into] = kind[take]
+        return solver.reduce(k).astype(np.uint8)
+    return fetch, kind_fetch
 
 
 def _device_like(array, host: np.ndarray):

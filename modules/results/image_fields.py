@@ -108,48 +108,66 @@ def _neighbours(xp, picks: np.ndarray, n: int, periodic: bool):
     return xp.asarray(plus), xp.asarray(minus), xp.asarray(span)
 
 
-def sampled_gradient(u, picks: Sequence[np.ndarray], periodic: Sequence[bool]):
-    """G[a, b] = ∂u_a/∂x_b at the nodes ``picks`` (sampled x, y, z indices, a grid), from
-    the neighbours of those nodes only: shape (3, 3, len(z), len(y), len(x))."""
+def local_fetch(rho, u):
+    """A fetch of :func:`volume_from` reading ``rho`` and ``u`` of one domain: (ρ, u) at the
+    grid of x, y, z index lists (host int arrays)."""
     xp = array_module(u)
-    sizes = tuple(reversed(u.shape[1:]))  # nx, ny, nz
-    grid = [xp.asarray(p) for p in picks]
-    rows = []
-    for a in range(3):
-        row = []
-        for b in range(3):
-            plus, minus, span = _neighbours(xp, np.asarray(picks[b]), sizes[b], periodic[b])
-            around = []
-            for shifted in (plus, minus):
-                index = list(grid)
-                index[b] = shifted
-                around.append(u[a][xp.ix_(index[2], index[1], index[0])])
-            shape = [1, 1, 1]
-            shape[2 - b] = -1
-            row.append((around[0] - around[1]) / span.reshape(shape))
-        rows.append(xp.stack(row))
-    return xp.stack(rows)
+
+    def fetch(xs, ys, zs):
+        index = xp.ix_(xp.asarray(zs), xp.asarray(ys), xp.asarray(xs))
+        return rho[index], u[(slice(None), *index)]
+    return fetch
+
+
+def sampled_gradient(fetch, picks: Sequence[np.ndarray], sizes: Sequence[int],
+                     periodic: Sequence[bool]):
+    """G[a, b] = ∂u_a/∂x_b at the grid ``picks`` (x, y, z index lists) of a domain of
+    ``sizes`` nodes (x, y, z), from the neighbours of those nodes only (``fetch`` as in
+    :func:`volume_from`): shape (3, 3, len(z), len(y), len(x))."""
+    columns = []
+    for b in range(3):
+        plus, minus, span = _neighbours(np, np.asarray(picks[b]), sizes[b], periodic[b])
+        around = []
+        for shifted in (plus, minus):
+            index = list(picks)
+            index[b] = shifted
+            around.append(fetch(*index)[1])
+        xp = array_module(around[0])
+        shape = [1, 1, 1]
+        shape[2 - b] = -1
+        columns.append((around[0] - around[1]) / xp.asarray(span).reshape(shape))
+    return array_module(columns[0]).stack(columns, axis=1)  # G[a, b]
 
 
 def volume(name: str, rho, u, periodic: Sequence[bool], stride: int, slab: int = 32):
-    """The field ``name`` on every ``stride``-th node of a 3D domain (float32, shape about
-    S/stride), ``slab`` sampled z-planes at a time; derivatives use the sampled nodes'
+    """The field ``name`` on every ``stride``-th node of a 3D domain held in ``rho``, ``u``
+    (see :func:`volume_from`)."""
+    return volume_from(local_fetch(rho, u), name, tuple(reversed(rho.shape)), periodic, stride,
+                       slab)
+
+
+def volume_from(fetch, name: str, sizes: Sequence[int], periodic: Sequence[bool], stride: int,
+                slab: int = 32):
+    """The field ``name`` on every ``stride``-th node of a 3D domain of ``sizes`` nodes (x, y,
+    z), as float32 (z, y, x), ``slab`` sampled z-planes at a time. ``fetch(xs, ys, zs)`` gives
+    (ρ, u) on the grid of those index lists (one domain: :func:`local_fetch`; a distributed
+    run: the sum over the ranks of what each holds). Derivatives use the sampled nodes'
     neighbours only, so the cost follows the samples, not the domain."""
-    xp = array_module(u)
-    nz, ny, nx = rho.shape
+    nx, ny, nz = sizes
     xs, ys = np.arange(0, nx, stride), np.arange(0, ny, stride)
     parts = []
     for first in range(0, nz, stride * slab):
         zs = np.arange(first, min(first + stride * slab, nz), stride)
         if name in NEEDS_NEIGHBOURS:
-            g = sampled_gradient(u, (xs, ys, zs), periodic)
+            g = sampled_gradient(fetch, (xs, ys, zs), sizes, periodic)
+            xp = array_module(g)
             if name == "q_criterion":
                 values = derived.q_from_gradient(g)
             else:
                 values = xp.sqrt((derived.vorticity_from_gradient(g) ** 2).sum(axis=0))
         else:
-            window = (slice(first, zs[-1] + 1, stride), slice(None, None, stride),
-                      slice(None, None, stride))
-            values = scalar(name, rho[window], u[(slice(None), *window)], periodic)
+            rho, u = fetch(xs, ys, zs)
+            xp = array_module(u)
+            values = scalar(name, rho, u, periodic)
         parts.append(xp.asarray(values, dtype=xp.float32))
-    return xp.concatenate(parts, axis=0)
+    return array_module(parts[0]).concatenate(parts, axis=0)

@@ -1,5 +1,5 @@
-"""Run under mpiexec: slices of a decomposed run against the single-domain images, pixel for
-pixel.
+"""Run under mpiexec: slices and 3D views of a decomposed run against the single-domain
+images, pixel for pixel.
 
     mpiexec -n 2 python tests/mpi/image_run.py 2x1 OUT_DIR
 prints 'identical images' on rank 0 and exits 0, or exits 1 naming the first file that differs.
@@ -18,10 +18,17 @@ from thelma_py.modules.results.png import read_png
 SLICES = (("vorticity", "y", 7), ("q_criterion", "x", 0), ("speed", "z", 5), ("ux", "y", 13))
 
 
+VIEWS = (("q_criterion", "speed"), ("vorticity", "ux"))
+
+
 def images(out: Path) -> list:
-    return [tp.plugin("results", "image", path=out, every=20, field=field, axis=axis,
-                      position=position, size=(120, 90), prefix=f"{field}_{axis}",
-                      background=False) for field, axis, position in SLICES]
+    slices = [tp.plugin("results", "image", path=out, every=20, field=field, axis=axis,
+                        position=position, size=(120, 90), prefix=f"{field}_{axis}",
+                        background=False) for field, axis, position in SLICES]
+    views = [tp.plugin("results", "image", path=out, every=20, view="3d", field=field,
+                       colour_field=colour, size=(120, 90), background=False, stride=2,
+                       azimuth=-50, elevation=35) for field, colour in VIEWS]
+    return slices + views
 
 
 def main(dims: str, out: str) -> int:
@@ -36,7 +43,7 @@ def main(dims: str, out: str) -> int:
     whole.run(20)
     whole.finish()
     names = sorted(p.name for p in (Path(out) / "whole").glob("*.png"))
-    assert len(names) == 2 * len(SLICES), names
+    assert len(names) == 2 * (len(SLICES) + len(VIEWS)), names
     for name in names:
         a, b = (read_png(Path(out) / kind / name) for kind in ("parts", "whole"))
         if not np.array_equal(a, b):

@@ -116,4 +116,4 @@ def colour_bar(image: np.ndarray, lo: float, hi: float, table: np.ndarray, title
     for fraction, value in ((0.0, hi), (0.5, 0.5 * (lo + hi)), (1.0, lo)):
         row = int(top + fraction * (bottom - top - 1)) - 5 * scale // 2
         draw_text(image, number_text(value), row, text_left, scale)
-    draw_text(image, title, max(top - 8 * scale, 0), left, scale)
+    draw_text(image, title, max(top - 12 * scale, 0), left, scale)

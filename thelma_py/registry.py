@@ -33,6 +33,7 @@ BUILTIN_MODULES = (
     "thelma_py.modules.results.timings",
     "thelma_py.modules.results.probes",
     "thelma_py.modules.results.forces",
+    "thelma_py.modules.results.image",
 )
 
 _registry: dict[str, dict[str, Callable]] = {kind: {} for kind in KINDS}

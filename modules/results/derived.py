@@ -63,7 +63,11 @@ def velocity_gradient(u: np.ndarray, periodic: Sequence[bool] | None = None) -> 
 
 def vorticity(u: np.ndarray, periodic: Sequence[bool] | None = None) -> np.ndarray:
     """Curl of u: in 2D the scalar ∂u_y/∂x − ∂u_x/∂y (shape S), in 3D a vector (3, *S)."""
-    g = velocity_gradient(u, periodic)
+    return vorticity_from_gradient(velocity_gradient(u, periodic))
+
+
+def vorticity_from_gradient(g: np.ndarray) -> np.ndarray:
+    """Curl from G[a, b] = ∂u_a/∂x_b: a scalar in 2D, a vector (3, *S) in 3D."""
     if g.shape[0] == 2:
         return g[1, 0] - g[0, 1]
     return np.stack([g[2, 1] - g[1, 2], g[0, 2] - g[2, 0], g[1, 0] - g[0, 1]])
@@ -75,7 +79,11 @@ def q_criterion(u: np.ndarray, periodic: Sequence[bool] | None = None) -> np.nda
     Q > 0 where rotation dominates strain (vortex cores); solid-body rotation at rate Ω has
     Q = Ω².
     """
-    g = velocity_gradient(u, periodic)
+    return q_from_gradient(velocity_gradient(u, periodic))
+
+
+def q_from_gradient(g: np.ndarray) -> np.ndarray:
+    """Q = ½ (‖Ω‖² − ‖S‖²) from G[a, b] = ∂u_a/∂x_b (shape (D, D, *S))."""
     gt = np.swapaxes(g, 0, 1)
     strain, rotation = 0.5 * (g + gt), 0.5 * (g - gt)
     return 0.5 * ((rotation**2).sum(axis=(0, 1)) - (strain**2).sum(axis=(0, 1)))

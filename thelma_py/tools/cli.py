@@ -36,6 +36,8 @@ from thelma_py.tools.case_input import (
     parameter_types,
     parse_assignment,
 )
+from thelma_py.tools.image_option import HELP as IMAGE_HELP
+from thelma_py.tools.image_option import image_results
 
 
 class Command(NamedTuple):
@@ -122,6 +124,8 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop with an error where |u| exceeds U (checked with the NaN check; default: no "
         "bound)",
     )
+    parser.add_argument("--image", action="append", default=[], metavar="'KEY=VALUE ...'",
+                        help=IMAGE_HELP)
     parser.add_argument(
         "--timings",
         type=int,
@@ -196,6 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         solver.results.append(
             thelma_py.plugin("results", "checkpoint", path=args.checkpoint, every=every)
         )
+    solver.results.extend(image_results(args.image, args.out, steps))
     if args.timings is not None:
         path = None if args.out is None else args.out / "timings.csv"  # for `thelma plot`
         solver.results.append(

@@ -33,6 +33,7 @@ from thelma_py.modules.compute.lbm.sparse import STORAGES
 from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.store16 import STORES, bytes_per_value, round_trip, weights
 from thelma_py.tags import TagLayout
 from thelma_py.units import RelaxationTime
 
@@ -69,6 +70,11 @@ class Lbm(RelaxationTime):
     storage: str = attrs.field(default="dense", validator=attrs.validators.in_(STORAGES))
     """Node storage: 'dense' (the whole box) or 'sparse' (non-solid nodes only, indirect
     addressing through a neighbour table: see :mod:`.sparse`; pull streaming only)."""
+    store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
+    """Population storage: 'fp32' (the arithmetic type), or 16 bits of f_i − w_i with fp32
+    arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate,
+    see :mod:`thelma_py.store16`). Dense storage, bulk, walls and forces; the NumPy reference
+    rounds through the same format after each step."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores). Results do not depend on them."""
@@ -86,7 +92,8 @@ class Lbm(RelaxationTime):
         real, tag = np.dtype(dtype).itemsize, TagLayout(lattice).dtype.itemsize
         if backend.is_gpu:  # populations (AA: one copy in place), ρ, u and the tags
             buffers = 1 if self.streaming == "aa" else 2
-            return (buffers * lattice.q + 1 + lattice.d) * real + tag
+            pop = bytes_per_value(self.store, real)
+            return buffers * lattice.q * pop + (1 + lattice.d) * real + tag
         return 2 * lattice.q * real + tag  # NumPy: stream from one buffer into the other
 
     def stability_advice(self) -> str:
@@ -123,7 +130,7 @@ class Lbm(RelaxationTime):
             force=self.force, moving_walls=moving_walls, block=options["block"],
             min_blocks=options["min_blocks"],
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
-            interpolated=interpolated))
+            interpolated=interpolated, store=self.store))
 
     def check(self, lattice: Lattice) -> None:
         if self.tau > MAX_TAU:
@@ -135,8 +142,22 @@ class Lbm(RelaxationTime):
                              f"got {self.force}")
         self.relaxation(lattice)
 
+    def check_store(self, dtype) -> None:
+        """16-bit storage keeps fp32 arithmetic, dense storage and no open or curved nodes."""
+        if self.store == "fp32":
+            return
+        if np.dtype(dtype) != np.float32:
+            raise ValueError(f"store={self.store!r} stores 16 bits and computes in float32; "
+                             f"use precision float32 (got {np.dtype(dtype).name})")
+        if self.storage != "dense":
+            raise ValueError(f"store={self.store!r} needs storage='dense'")
+
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
+        self.check_store(dtype)
+        if self.store != "fp32" and (tags.open_kinds or len(tags.curved_nodes)):
+            raise ValueError(f"store={self.store!r} runs bulk nodes, walls and body forces; "
+                             "open boundaries and interpolated bodies need store='fp32'")
         for kind, _ in tags.open_kinds:
             reason = refusal(kind, streaming=self.streaming, storage=self.storage)
             if reason:
@@ -193,7 +214,13 @@ class NumpyLbm(ComputeEngine):
     def initialize(self, rho, u) -> None:
         rho = np.asarray(rho, dtype=self.dtype)
         u = self.params.stored_velocity([np.asarray(ua, dtype=self.dtype) for ua in u])
-        self.f = np.array(self.lattice.equilibrium(rho, u), dtype=self.dtype)
+        self.f = self._stored(np.array(self.lattice.equilibrium(rho, u), dtype=self.dtype))
+
+    def _stored(self, f: np.ndarray) -> np.ndarray:
+        """``f`` rounded through the population storage (16-bit: decode(encode(f − w)) + w)."""
+        if self.params.store == "fp32":
+            return f
+        return round_trip(self.params.store, f, weights(self.lattice))
 
     def stream(self, f: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Pull streaming with halfway bounce-back: returns the pre-collision populations.
@@ -229,6 +256,8 @@ class NumpyLbm(ComputeEngine):
                     flat[i, block] = post[i]
             if len(self.solid):
                 flat[:, self.solid] = self.f.reshape(q, -1)[:, self.solid]
+            if self.params.store != "fp32":
+                new[...] = self._stored(new)
             self.f, self._spare = new, self.f
 
     def macroscopic(self):
@@ -241,7 +270,7 @@ class NumpyLbm(ComputeEngine):
         return rho, u
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.f.copy()}
+        return {"f": self.f.copy(), "store": np.array(self.params.store)}
 
     def halo_arrays(self) -> list[np.ndarray]:
         """Arrays (Q, *S) whose ghost layers a distributed run fills before each step."""
@@ -252,7 +281,8 @@ class NumpyLbm(ComputeEngine):
         if f.shape != self.f.shape or f.dtype != self.f.dtype:
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.f.dtype}{self.f.shape}")
-        self.f = f.copy()
+        check_state_store(state, self.params.store)
+        self.f = self._stored(f.copy())
 
 
 def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
@@ -267,6 +297,17 @@ def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ..
             per_axis.append([(slice(s, None), slice(None, n - s)),
                              (slice(None, s), slice(n - s, None))])
     return [tuple(zip(*pieces, strict=True)) for pieces in itertools.product(*per_axis)]
+
+
+def check_state_store(state: dict, store: str) -> None:
+    """Refuse a state saved with another population storage; ``state["convert"]`` True asks
+    for the explicit conversion (rounded on load). A state without the key (populations given
+    by hand, checkpoints older than 16-bit storage) is rounded on load."""
+    saved = str(state.get("store", store))
+    if saved != store and not bool(state.get("convert", False)):
+        raise ValueError(f"the checkpoint stores populations as {saved}, this run as {store}; "
+                         f"run with store={saved!r}, or load it with convert=True to round "
+                         f"its populations to {store}")
 
 
 def check_fits(backend: Backend, nodes: int, bytes_per_node: int) -> None:

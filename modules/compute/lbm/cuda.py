@@ -16,10 +16,11 @@ from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm import layouts
+from thelma_py.modules.compute.lbm import check_state_store, layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names, step_args
 from thelma_py.nodes import NodeTags
+from thelma_py.store16 import FORMATS, encode, from_codes, to_codes, weights
 
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
@@ -49,7 +50,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         module = compile_module(self.source)
         self.kernels = {key: module.get_function(name)
                         for key, name in kernel_names(self.scheme).items()}
-        self.args = step_args(self.scheme).bind(real_t=self.dtype, tag_t=tags.tags.dtype)
+        self.store = params.store
+        self.args = step_args(self.scheme, self.store).bind(
+            real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
         xp = cupy
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, xp)
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -68,7 +71,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                                          .astype(self.dtype))
         buffers = 1 if self.scheme == "aa" else 2
         q = lattice.q
-        self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(buffers)]
+        pop = self.dtype if self.store == "fp32" else np.uint16
+        self.buffers = [xp.empty((q, *self.shape), dtype=pop) for _ in range(buffers)]
         self.rho = xp.empty(self.shape, dtype=self.dtype)
         self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
         self.current = 0
@@ -95,11 +99,25 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         held = layouts.to_scheme(self.lattice, self.walls, self.solid_index, f_post,
                                  self.scheme, "post-even", xp)
         self.current, self.phase = 0, "post-even"
-        self.buffers[0][...] = held
+        self.buffers[0][...] = self._encoded(held)
         if len(self.buffers) > 1:
             self.buffers[1][...] = held
         self._macroscopic_from(f_post)
         self._graphs.clear()
+
+    def _encoded(self, f, slot: slice | int = slice(None)):
+        """Populations as the buffers hold them (16-bit: codes of f − w; ``slot`` picks the
+        weights of the rows given)."""
+        if self.store == "fp32":
+            return f
+        w = weights(self.lattice, self.cp)[slot]
+        return to_codes(self.store, f, w, self.cp)
+
+    def _decoded(self, held):
+        """Float populations of the buffers' contents."""
+        if self.store == "fp32":
+            return held
+        return from_codes(self.store, held, weights(self.lattice, self.cp), self.cp)
 
     def _macroscopic_from(self, f_post) -> None:
         """ρ, u from post-collision populations (as the NumPy reference defines them)."""
@@ -133,7 +151,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             stored = self.params.stored_velocity([ua[slab] for ua in u])
             usq = sum(ua * ua for ua in stored)
             for i, slot in enumerate(slots):
-                feq = lat.equilibrium_i(i, rho[slab], stored, usq)
+                feq = self._encoded(lat.equilibrium_i(i, rho[slab], stored, usq), i)
                 for buffer in self.buffers:
                     buffer[slot][slab] = feq
         self.current, self.phase = 0, "post-even"
@@ -145,14 +163,15 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
 
     def canonical(self):
         """Post-collision populations f* (device array), whatever the scheme holds."""
-        held = self.buffers[self.current]
+        held = self._decoded(self.buffers[self.current])
         return layouts.from_scheme(self.lattice, self.walls, self.solid_index, held,
                                    self.scheme, self.phase, self.cp)
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
-                "layout": np.array(f"{self.scheme}/{self.phase}"),
-                "rho": self.rho.get(), "u": self.u.get()}
+        state = {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
+                 "layout": np.array(f"{self.scheme}/{self.phase}"),
+                 "rho": self.rho.get(), "u": self.u.get(), "store": np.array(self.store)}
+        return state
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         f = np.asarray(state["f"])
@@ -160,8 +179,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         if f.shape != expected or f.dtype != self.dtype:
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.dtype}{expected}")
+        check_state_store(state, self.store)
         layout = str(state.get("layout", ""))
-        if "held" in state and layout.startswith(self.scheme + "/"):
+        same = str(state.get("store", self.store)) == self.store
+        if "held" in state and layout.startswith(self.scheme + "/") and same:
             self._set_canonical(self.cp.asarray(f))  # sets solid nodes, tables, macroscopic
             self.phase = layout.split("/", 1)[1]
             self.buffers[0][...] = self.cp.asarray(state["held"])
@@ -225,6 +246,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     def poison(self) -> None:
         """Testing aid: fill everything a step must write with NaN."""
         if len(self.buffers) > 1:
-            self.buffers[1 - self.current].fill(np.nan)
+            nan = np.float32(np.nan) if self.store == "fp32" else np.uint16(
+                encode(FORMATS[self.store], np.full(1, np.nan, np.float32))[0])
+            self.buffers[1 - self.current].fill(nan)
         self.rho.fill(np.nan)
         self.u.fill(np.nan)

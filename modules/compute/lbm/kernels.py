@@ -29,6 +29,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
+from thelma_py.store16 import FORMATS, STORES, cuda_functions
 from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
@@ -52,6 +53,19 @@ class KernelConfig(cuda.KernelConfig):
     """(node kind name, face) pairs of the open boundaries present; () for none."""
     interpolated: bool = attrs.field(default=False)
     """INTERPOLATED nodes present (bodies with interpolated bounce-back; pull only)."""
+    store: str = attrs.field(default="fp32", kw_only=True, validator=attrs.validators.in_(STORES))
+    """Population storage: fp32 (real_t) or a 16-bit format of f_i − w_i
+    (:mod:`thelma_py.store16`; fp32 arithmetic, bulk, walls and forces only)."""
+
+    @store.validator
+    def _check_store(self, _, value):
+        if value == "fp32":
+            return
+        if self.real != "float":
+            raise ValueError(f"store={value!r} keeps fp32 arithmetic; use precision float32")
+        if self.boundaries or self.interpolated:
+            raise ValueError(f"store={value!r} runs bulk nodes, walls (moving or not) and body "
+                             "forces; open boundaries and interpolated bodies need store='fp32'")
 
     @interpolated.validator
     def _check_interpolated(self, _, value):
@@ -67,11 +81,19 @@ class KernelConfig(cuda.KernelConfig):
 
     @property
     def name(self) -> str:
-        return f"lbm_{self.lattice.name}_{self.relaxation.kind}_{self.real}_{self.scheme}"
+        store = "" if self.store == "fp32" else f"_{self.store}"
+        return f"lbm_{self.lattice.name}_{self.relaxation.kind}_{self.real}_{self.scheme}{store}"
+
+
+STORE16 = "__device__ __forceinline__ void store(pop_t* p, pop_t v) { *p = v; }"
+""":data:`thelma_py.codegen.cuda.STORE` for 16-bit populations."""
 
 
 def _header(cfg: KernelConfig) -> str:
-    return "\n".join(cuda.header(cfg.name, __name__, cfg.real, cfg.lattice) + [cuda.STORE])
+    lines = cuda.header(cfg.name, __name__, cfg.real, cfg.lattice)
+    if cfg.store == "fp32":
+        return "\n".join(lines + [cuda.STORE])
+    return "\n".join(lines + [cuda_functions(FORMATS[cfg.store]), STORE16])
 
 
 def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", "z")
@@ -82,12 +104,14 @@ def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", 
     return cuda.wall_term(cfg.lattice, i, wall_momentum, at)
 
 
-def step_args(scheme: str) -> KernelArgs:
+def step_args(scheme: str, store: str = "fp32") -> KernelArgs:
     """Arguments of the step kernels: the population buffers (``f`` for AA, else ``src`` and
-    ``dst``) and the node range ``y0``, ``z0`` are given at each launch, the rest is held by
-    the engine (:class:`.cuda.CudaLbm`) under the names in ``source``."""
-    buffers = ([Arg("f", "real_t*", GIVEN)] if scheme == "aa" else
-               [Arg("src", "const real_t*", GIVEN), Arg("dst", "real_t*", GIVEN)])
+    ``dst``; ``pop_t``, uint16, in 16-bit storage) and the node range ``y0``, ``z0`` are given
+    at each launch, the rest is held by the engine (:class:`.cuda.CudaLbm`) under the names in
+    ``source``."""
+    pop = "real_t" if store == "fp32" else "pop_t"
+    buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
+               [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])
     return KernelArgs("lbm step", [
         buffers,
         [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
@@ -117,8 +141,9 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
             target = bounce = f"f[{opp[i]} * N + n]"
         else:
             target, bounce = f"f[{i} * N + {cuda.node_index(lat, i, +1)}]", f"f[{opp[i]} * N + n]"
+        value = cuda.pop_value(lat, i, f"p{i}", cfg.store)  # w_i = w_ī: either slot
         if i == 0 or target == bounce:
-            lines.append(f"{store}({address(target)}, p{i});")
+            lines.append(f"{store}({address(target)}, {value});")
             continue
         # p_i heads for x + c_i; if that node is solid, link ī of x crosses the wall and the
         # population comes straight back as ī, with Ladd's term for direction ī.
@@ -128,9 +153,10 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
             setup, term = _wall_term(cfg, j)
             lines.append(f"real_t q{i} = p{i};\n"
                          f"if ({wall}) {{ {setup} q{i} += {term}; }}\n"
-                         f"{store}({wall} ? {address(bounce)} : {address(target)}, q{i});")
+                         f"{store}({wall} ? {address(bounce)} : {address(target)}, "
+                         f"{cuda.pop_value(lat, i, f'q{i}', cfg.store)});")
         else:
-            lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, p{i});")
+            lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, {value});")
     return lines
 
 
@@ -153,7 +179,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
     suffix = "" if cfg.scheme != "aa" else f"_{parity}"
     name = f"lbm_step{suffix}{'_macro' if store else ''}"
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
-                                          wall_momentum if cfg.moving_walls else None)
+                                          wall_momentum if cfg.moving_walls else None, cfg.store)
     writes = _writes(cfg, parity)
     body, rho, u = _collision(cfg)
     pad = " " * 4
@@ -175,7 +201,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool) -> str:
         code += "\n" + "\n".join([f"    rho_out[n] = {rho};"] +
                                   [f"    u_out[{a} * N + n] = {ua};" for a, ua in enumerate(u)])
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
-    signature = step_args(cfg.scheme).signature(name, cfg.launch_bounds)
+    signature = step_args(cfg.scheme, cfg.store).signature(name, cfg.launch_bounds)
     return f"{signature}\n{{\n{cuda.prologue(offsets=True)}\n{code}\n}}\n"
 
 

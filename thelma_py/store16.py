@@ -7,11 +7,11 @@ all-ones exponent for ∞/NaN (a diverging run still shows NaN):
 
 * ``fp16s``: IEEE binary16 (5 + 10 bits, bias 15); on the GPU the hardware conversion
   (``cvt.rn.f16.f32``), elsewhere the same integer rounding as below (bit-identical).
-* ``fp16c``: 4 exponent + 11 mantissa bits, bias 14: |x| < 2, relative step 2⁻¹² (half of
-  binary16's) and the same absolute step 2⁻²⁴ near zero. The idea of a 16-bit format with more
+* ``fp16c``: 4 exponent + 11 mantissa bits, bias 15: |x| < 1, relative step 2⁻¹² (half of
+  binary16's) and an absolute step 2⁻²⁵ near zero. The idea of a 16-bit format with more
   mantissa for shifted populations is FluidX3D's FP16C (Lehmann et al. 2022); this one is
   written from the format description here (its bias and ∞/NaN code are our choices:
-  ``benchmarks/half_formats.py`` measured the candidates on a cavity state).
+  ``benchmarks/half_accuracy.py formats`` measured candidates on cavity states).
 
 Encoding and decoding are written once as integer bit operations, then emitted as NumPy
 (:func:`encode`, :func:`decode`) and as C (:func:`cuda_functions`) from the same constants.
@@ -82,7 +82,7 @@ class Format16:
         return sign * v
 
 
-FORMATS = {"fp16s": Format16("fp16s", 5, 10, 15), "fp16c": Format16("fp16c", 4, 11, 14)}
+FORMATS = {"fp16s": Format16("fp16s", 5, 10, 15), "fp16c": Format16("fp16c", 4, 11, 15)}
 
 
 def check_store(store: str) -> str:

@@ -20,7 +20,7 @@ from thelma_py.modules.compute.lbm import check_state_store, layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names, step_args
 from thelma_py.nodes import NodeTags
-from thelma_py.store16 import FORMATS, encode, from_codes, to_codes, weights
+from thelma_py.store16 import FORMATS, bytes_per_value, encode, from_codes, to_codes, weights
 
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
@@ -85,7 +85,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     # -- sizes -------------------------------------------------------------------------------
     @property
     def traffic_bytes_per_node(self) -> int:
-        return 2 * self.lattice.q * self.dtype.itemsize
+        """Populations read and written per node, at their stored size."""
+        return 2 * self.lattice.q * bytes_per_value(self.store, self.dtype.itemsize)
 
     @property
     def memory_bytes_per_node(self) -> int:

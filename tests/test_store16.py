@@ -226,3 +226,52 @@ def test_16bit_kernels_compile_with_nvcc(tmp_path, scheme, store):
     assert result.returncode == 0, result.stderr[-3000:]
     used = [int(n) for n in re.findall(r"Used (\d+) registers", result.stdout + result.stderr)]
     assert used and max(used) <= 80, used
+
+
+def _poiseuille_error(n: int, store: str, tau: float = 1.0, u_max: float = 0.1) -> float:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from half_accuracy import poiseuille_error
+
+    return poiseuille_error(n, store, "cpu", tau=tau, u_max=u_max)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_poiseuille_with_16bit_storage_is_within_the_stagnation_level():
+    """Force-driven channel from rest (D2Q9 BGK, τ = 1, U = 0.1). fp32: second order (the
+    scheme's own error, measured 2.00). 16-bit: rounding loses every per-step change below half
+    a storage step ε|f − w|, so the approach to the steady state stalls where the diffusive
+    change 3 w ν π²/N² δ per step falls below it: δ/U ≈ ε |f − w| N² / (6 π² ν w U) (4.6 % for
+    fp16s, 2.3 % for fp16c at N = 16; measured 1.6 % and 0.8 % more than fp32). The bound is
+    fp32's error plus that level; the order is lost at fine grids and low velocities (see
+    docs/DESIGN.md)."""
+    e32 = [_poiseuille_error(n, "fp32") for n in (8, 16)]
+    assert 1.9 < np.log2(e32[0] / e32[1]) < 2.1
+    nu, w, dev = 1 / 6, 1 / 9, 0.04  # ν at τ = 1, w of the axis links, largest |f − w|
+    for store in ("fp16s", "fp16c"):
+        eps = 2.0 ** -(FORMATS[store].man_bits + 1)  # half a step, relative
+        for n, fp32 in zip((8, 16), e32, strict=True):
+            level = 2 * eps * dev * n**2 / (6 * np.pi**2 * nu * w * 0.1)
+            assert _poiseuille_error(n, store) <= fp32 + level, (store, n, level)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_cavity_with_16bit_storage_stays_near_fp32():
+    """2D cavity 32², Re 100, U = 0.1, 1,500 steps (MRT): the centre-line velocities of each
+    16-bit store against the fp32 run, within the issue's bar of 0.002 U (measured: fp16s
+    9.8e-5 U, fp16c 5.3e-5 U; storing f instead of f − w gives 3.3e-3 U and fails)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from half_accuracy import cavity
+
+    result = cavity(32, 100.0, 0.1, 1500, "cpu")
+    for store in ("fp16s", "fp16c"):
+        s = result["stores"][store]
+        assert max(s["max_du_over_U"], s["max_dv_over_U"]) < 0.002, (store, s["max_du_over_U"])
+    c, s = result["stores"]["fp16c"], result["stores"]["fp16s"]
+    assert max(c["max_du_over_U"], c["max_dv_over_U"]) < max(s["max_du_over_U"],
+                                                             s["max_dv_over_U"])

@@ -307,3 +307,31 @@ def test_host_cuda_16bit_ranks_equal_one_domain_bit_for_bit(host_gpu, store):
         np.testing.assert_array_equal(part_rho[box.inner][owned], rho[window][owned])
         np.testing.assert_array_equal(part_u[(slice(None), *box.inner)][:, owned],
                                       u[(slice(None), *window)][:, owned])
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("streaming", "store", "plugin_bytes", "periodic_bytes"), [
+    ("pull", "fp32", 2 * 19 * 4 + 16 + 4, 2 * 19 * 4 + 16),
+    ("pull", "fp16c", 2 * 19 * 2 + 16 + 4, 2 * 19 * 2 + 16),
+    ("aa", "fp16s", 19 * 2 + 16 + 4, 19 * 2 + 16)])
+def test_memory_per_node_counts_16bit_populations_and_skips_unread_tags(
+        host_gpu, streaming, store, plugin_bytes, periodic_bytes):
+    """D3Q19: 2 B per stored population; a box without a flagged tile holds no tag array."""
+    from thelma_py.geometry import Geometry
+
+    lattice = LATTICES["D3Q19"]
+    params = Lbm(nu=0.04, streaming=streaming, store=store)
+    assert params.memory_bytes_per_node(lattice, np.float32, host_gpu) == plugin_bytes
+    periodic = Geometry((32, 4, 4), periodic=(True, True, True)).evaluate(lattice)
+    engine = params.create(lattice, periodic, host_gpu, np.dtype(np.float32))
+    assert engine.memory_bytes_per_node == periodic_bytes and engine.tag_words.size == 1
+    f = random_state(lattice, periodic.tags.shape, np.float32)
+    cpu = params.create(lattice, periodic, select_backend("cpu"), np.dtype(np.float32))
+    for e in (engine, cpu):
+        e.load_state({"f": f})
+        e.step(3)
+    assert np.abs(engine.state()["f"] - cpu.f).max() < 1e-4  # steps without the tag array
+    closed = walled_geometry(lattice).evaluate(lattice)
+    engine = params.create(lattice, closed, host_gpu, np.dtype(np.float32))
+    assert engine.memory_bytes_per_node == plugin_bytes
+    assert engine.traffic_bytes_per_node == 2 * 19 * (4 if store == "fp32" else 2)

@@ -42,6 +42,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             boundaries=tags.open_kinds, interpolated=bool(len(tags.curved_nodes)))
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
+        flags = tile_flags(tags)
+        # kernels read a tag only in flagged tiles (and wall_id only across a wall link, which
+        # flags its tile): with none flagged one word stands in for the array (4 B per node)
+        self.tags_stored = bool(flags.any())
         check_memory(backend, self.nodes, self.memory_bytes_per_node,
                      hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
@@ -56,8 +60,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         xp = cupy
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, xp)
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
-        self.tag_words = xp.asarray(tags.tags)
-        self.tile_flags = xp.asarray(tile_flags(tags))
+        self.tag_words = xp.asarray(tags.tags if self.tags_stored else tags.tags.reshape(-1)[:1])
+        self.tile_flags = xp.asarray(flags)
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.edge_bc = xp.asarray(edge_table(tags))
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
@@ -92,7 +96,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     def memory_bytes_per_node(self) -> int:
         """Per node: populations, ρ, u and the tag (the open-boundary values, one row of 4
         reals per node of each open face plane, are not counted: a plane, not a volume)."""
-        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
+        tags = 0 if self.tags_stored else self.tags.tags.dtype.itemsize  # not allocated
+        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend) - tags
 
     # -- state -------------------------------------------------------------------------------
     def _set_canonical(self, f_post) -> None:

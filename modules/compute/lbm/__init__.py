@@ -73,8 +73,8 @@ class Lbm(RelaxationTime):
     store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
     """Population storage: 'fp32' (the arithmetic type), or 16 bits of f_i − w_i with fp32
     arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate,
-    see :mod:`thelma_py.store16`). Dense storage, bulk, walls and forces; the NumPy reference
-    rounds through the same format after each step."""
+    see :mod:`thelma_py.store16`). Dense storage; the NumPy reference rounds through the same
+    format after each step."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores). Results do not depend on them."""
@@ -155,9 +155,6 @@ class Lbm(RelaxationTime):
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
         self.check_store(dtype)
-        if self.store != "fp32" and (tags.open_kinds or len(tags.curved_nodes)):
-            raise ValueError(f"store={self.store!r} runs bulk nodes, walls and body forces; "
-                             "open boundaries and interpolated bodies need store='fp32'")
         for kind, _ in tags.open_kinds:
             reason = refusal(kind, streaming=self.streaming, storage=self.storage)
             if reason:

@@ -55,7 +55,8 @@ class KernelConfig(cuda.KernelConfig):
     """INTERPOLATED nodes present (bodies with interpolated bounce-back; pull only)."""
     store: str = attrs.field(default="fp32", kw_only=True, validator=attrs.validators.in_(STORES))
     """Population storage: fp32 (real_t) or a 16-bit format of f_i − w_i
-    (:mod:`thelma_py.store16`; fp32 arithmetic, bulk, walls and forces only)."""
+    (:mod:`thelma_py.store16`; fp32 arithmetic). Every population read (bulk, walls, open
+    boundaries, interpolated links) decodes, every store encodes."""
 
     @store.validator
     def _check_store(self, _, value):
@@ -63,9 +64,6 @@ class KernelConfig(cuda.KernelConfig):
             return
         if self.real != "float":
             raise ValueError(f"store={value!r} keeps fp32 arithmetic; use precision float32")
-        if self.boundaries or self.interpolated:
-            raise ValueError(f"store={value!r} runs bulk nodes, walls (moving or not) and body "
-                             "forces; open boundaries and interpolated bodies need store='fp32'")
 
     @interpolated.validator
     def _check_interpolated(self, _, value):
@@ -228,6 +226,11 @@ def _open_call(cfg: KernelConfig) -> list[str]:
             "}"]
 
 
+def _pop_type(cfg: KernelConfig) -> str:
+    """C type of the population arrays: ``real_t``, or ``pop_t`` (uint16) in 16-bit storage."""
+    return "real_t" if cfg.store == "fp32" else "pop_t"
+
+
 def _plane_index(face: int) -> str:
     """C expression of the node's index in its face plane (see open_nodes.plane_index)."""
     return ("y + ny * z", "x + nx * z", "x + nx * y")[face // 2]
@@ -237,16 +240,19 @@ def _streamed(cfg: KernelConfig, k: int, target: str) -> str:
     """C statement: ``target`` = the streamed (pre-collision, wall fix-up included) population
     k at the node m = (X, Y, Z) with tag tm, as a thread of that node would read it."""
     lat = cfg.lattice
+    def read(element: str) -> str:  # w_k = w_k̄: one shift for either slot
+        return cuda.pop_load(lat, k, element, cfg.store)
+
     if cfg.scheme == "push":
-        return f"{target} = src[{k} * N + m];"
+        return f"{target} = {read(f'src[{k} * N + m]')};"
     cx, cy, cz = _c3(lat, k)
     upstream = (f"((X - ({cx}) + nx) % nx) + nx * (((Y - ({cy}) + ny) % ny) + ny * "
                 f"((Z - ({cz}) + nz) % nz))")
-    bounce = f"src[{lat.opposite[k]} * N + m]"
+    bounce = read(f"src[{lat.opposite[k]} * N + m]")
     setup, term = _wall_term(cfg, k, ("X", "Y", "Z")) if cfg.moving_walls else ("", "")
     bounced = f"{setup} {target} = {bounce} + {term};" if term else f"{target} = {bounce};"
     return (f"if ((tm >> {LINK_SHIFT + k - 1}) & 1) {{ {bounced.strip()} }} "
-            f"else {target} = src[{k} * N + {upstream}];")
+            f"else {target} = {read(f'src[{k} * N + {upstream}]')};")
 
 
 def _neighbour_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:
@@ -302,13 +308,15 @@ def _interpolated_arm(cfg: KernelConfig) -> list[str]:
                   f"((z + ({cz}) + nz) % nz))")
         weights = [Expr(f"w[{3 * (i - 1) + k}]", atom=True) for k in range(3)]
         setup, term = _wall_term(cfg, i) if cfg.moving_walls else ("", "")
-        value = interpolated_bounce(weights, Expr(f"src[{j} * N + n]", atom=True),
-                                    Expr("next", atom=True), Expr(f"src[{i} * N + n]", atom=True),
+        own = [Expr(cuda.pop_load(lat, k, f"src[{k} * N + n]", cfg.store), atom=True)
+               for k in (j, i)]
+        value = interpolated_bounce(weights, own[0], Expr("next", atom=True), own[1],
                                     Expr(term) if term else 0.0)
         # x + c_i is read only where it is fluid (b != 0): elsewhere it may be beyond the box
         lines.append(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup} "
                      f"const real_t next = {weights[1]} != (real_t)0 ? "
-                     f"src[{j} * N + {beyond}] : (real_t)0; f[{i}] = {value}; }}")
+                     f"{cuda.pop_load(lat, j, f'src[{j} * N + {beyond}]', cfg.store)} : (real_t)0;"
+                     f" f[{i}] = {value}; }}")
     return lines
 
 
@@ -318,7 +326,7 @@ def _open_function(cfg: KernelConfig) -> str:
     q = cfg.lattice.q
     head = ("__device__ __noinline__ void open_boundary(real_t* f, const tag_t tag, const int x,"
             " const int y, const int z, const int nx, const int ny, const int nz,"
-            " const int periodic, const real_t* __restrict__ src,"
+            f" const int periodic, const {_pop_type(cfg)}* __restrict__ src,"
             " const tag_t* __restrict__ tags, const real_t* __restrict__ bc,"
             " const int* __restrict__ edge_bc, const int* __restrict__ open_table,"
             " const real_t* __restrict__ open_values, const int* __restrict__ curved_nodes,"

@@ -147,7 +147,7 @@ def tgv(n: int, t_end: float, samples: int, device: str, u0: float = 0.05) -> di
     peak = int(np.argmax(ref))
     for store in STORES[1:]:
         eps = np.asarray(out["stores"][store]["dissipation"])
-        rel = np.abs(eps[1: peak + 1] - ref[1: peak + 1]) / ref[peak]
+        rel = np.abs(eps[: peak + 1] - ref[: peak + 1]) / ref[peak]
         out["stores"][store]["max_dissipation_diff_to_peak_over_peak"] = float(rel.max())
     out["peak_t"] = out["stores"]["fp32"]["t"][peak]
     return out

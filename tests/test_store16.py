@@ -105,15 +105,14 @@ def test_generated_c_functions_equal_numpy(tmp_path, store):
     assert np.array_equal(back.view(np.uint32), decode(FORMATS[store], every).view(np.uint32))
 
 
-def test_store_needs_float32_and_dense_storage():
+def test_store_needs_float32():
     lattice = LATTICES["D2Q9"]
     tags = walled_geometry(lattice).evaluate(lattice)
     cpu = select_backend("cpu")
-    with pytest.raises(ValueError, match="use precision float32"):
-        Lbm(nu=0.04, store="fp16c").create(lattice, tags, cpu, np.dtype(np.float64))
-    with pytest.raises(ValueError, match="needs storage='dense'"):
-        Lbm(nu=0.04, store="fp16s", storage="sparse").create(lattice, tags, cpu,
-                                                              np.dtype(np.float32))
+    for storage in ("dense", "sparse"):
+        with pytest.raises(ValueError, match="use precision float32"):
+            Lbm(nu=0.04, store="fp16c", storage=storage).create(lattice, tags, cpu,
+                                                                 np.dtype(np.float64))
     with pytest.raises(ValueError, match="store"):
         Lbm(nu=0.04, store="fp8")
 
@@ -187,6 +186,32 @@ def test_gpu_16bit_equals_numpy(lattice_name, collision, scheme, store):
                               (73, 47), exact_fraction=0.99)
 
 
+SPARSE_CASES = [("D2Q9", "trt", "pull", "fp16c", "zou-he"), ("D2Q9", "bgk", "aa", "fp16s",
+                                                             "walled"),
+                ("D3Q19", "mrt", "pull", "fp16s", "curved"), ("D3Q19", "bgk", "aa", "fp16c",
+                                                             "porous"),
+                ("D3Q19", "trt", "pull", "fp16c", "neighbour")]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store", "geometry"),
+                         SPARSE_CASES)
+def test_host_cuda_16bit_sparse_equals_numpy(host_gpu, lattice_name, collision, scheme, store,
+                                             geometry):
+    """Sparse storage (pull with open faces and curved bodies, AA): the same bound."""
+    assert_16bit_equals_numpy(host_gpu, lattice_name, collision, scheme, store, (7, 6),
+                              geometry=geometry, storage="sparse")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store", "geometry"),
+                         SPARSE_CASES)
+def test_gpu_16bit_sparse_equals_numpy(lattice_name, collision, scheme, store, geometry):
+    assert_16bit_equals_numpy(select_backend("cuda"), lattice_name, collision, scheme, store,
+                              (73, 47), exact_fraction=0.99, geometry=geometry,
+                              storage="sparse")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store", "geometry"),
                          OPEN_CASES + [("D3Q19", "trt", "push", "fp16c", "zou-he")])
@@ -197,13 +222,15 @@ def test_gpu_16bit_open_boundaries_and_curved_bodies_equal_numpy(lattice_name, c
 
 
 def assert_16bit_equals_numpy(backend, lattice_name, collision, scheme, store, batches,
-                              exact_fraction=0.999, geometry: str = "walled") -> None:
+                              exact_fraction=0.999, geometry: str = "walled",
+                              storage: str = "dense") -> None:
     from tests.test_sparse import GEOMETRIES
 
     lattice = LATTICES[lattice_name]
     tags = GEOMETRIES[geometry](lattice).evaluate(lattice)
     force = (2e-5, -1e-5, 1e-5)[: lattice.d] if collision == "trt" else None
-    params = Lbm(nu=0.04, collision=collision, streaming=scheme, force=force, store=store)
+    params = Lbm(nu=0.04, collision=collision, streaming=scheme, force=force, store=store,
+                 storage=storage)
     f = random_state(lattice, tags.tags.shape, np.float32)
     cpu, gpu = (params.create(lattice, tags, b, np.dtype(np.float32))
                 for b in (select_backend("cpu"), backend))
@@ -212,12 +239,13 @@ def assert_16bit_equals_numpy(backend, lattice_name, collision, scheme, store, b
     assert gpu.buffers[0].dtype == np.uint16
     gpu.poison()
     fluid = tags.fluid
+    stored = slice(None) if storage == "sparse" else fluid  # sparse f is (Q, stored nodes)
     fmt = FORMATS[store]
     w = np.asarray(lattice.w, np.float32).reshape(-1, 1)
     for steps in batches:
         cpu.step(steps)
         gpu.step(steps)
-        f_gpu, f_cpu = gpu.state()["f"][:, fluid], cpu.f[:, fluid]
+        f_gpu, f_cpu = gpu.state()["f"][:, stored], cpu.f[:, stored]
         assert np.isfinite(f_gpu).all()
         step = float(np.abs(f_cpu - w).max()) * 2.0 ** -fmt.man_bits
         diff = float(np.abs(f_gpu - f_cpu).max())

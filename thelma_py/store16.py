@@ -148,6 +148,17 @@ def weights(lattice, xp=np):
     return xp.asarray(np.asarray(lattice.w, dtype=np.float32).reshape(-1, *[1] * lattice.d))
 
 
+def check_state_store(state: dict, store: str) -> None:
+    """Refuse a state saved with another population storage; ``state["convert"]`` True asks
+    for the explicit conversion (rounded on load). A state without the key (populations given
+    by hand, checkpoints older than 16-bit storage) is rounded on load."""
+    saved = str(state.get("store", store))
+    if saved != store and not bool(state.get("convert", False)):
+        raise ValueError(f"the checkpoint stores populations as {saved}, this run as {store}; "
+                         f"run with store={saved!r}, or load it with convert=True to round "
+                         f"its populations to {store}")
+
+
 def bytes_per_value(store: str, real_bytes: int) -> int:
     """Stored bytes of one population."""
     return real_bytes if store == "fp32" else 2

@@ -33,7 +33,7 @@ from thelma_py.modules.compute.lbm.sparse import STORAGES
 from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
-from thelma_py.store16 import STORES, bytes_per_value, round_trip, weights
+from thelma_py.store16 import STORES, bytes_per_value, check_state_store, round_trip, weights
 from thelma_py.tags import TagLayout
 from thelma_py.units import RelaxationTime
 
@@ -73,8 +73,8 @@ class Lbm(RelaxationTime):
     store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
     """Population storage: 'fp32' (the arithmetic type), or 16 bits of f_i − w_i with fp32
     arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate,
-    see :mod:`thelma_py.store16`). Dense storage; the NumPy reference rounds through the same
-    format after each step."""
+    see :mod:`thelma_py.store16`); dense or sparse. The NumPy reference rounds through the
+    same format after each step."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores). Results do not depend on them."""
@@ -143,14 +143,12 @@ class Lbm(RelaxationTime):
         self.relaxation(lattice)
 
     def check_store(self, dtype) -> None:
-        """16-bit storage keeps fp32 arithmetic, dense storage and no open or curved nodes."""
+        """16-bit storage keeps fp32 arithmetic."""
         if self.store == "fp32":
             return
         if np.dtype(dtype) != np.float32:
             raise ValueError(f"store={self.store!r} stores 16 bits and computes in float32; "
                              f"use precision float32 (got {np.dtype(dtype).name})")
-        if self.storage != "dense":
-            raise ValueError(f"store={self.store!r} needs storage='dense'")
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
@@ -294,17 +292,6 @@ def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ..
             per_axis.append([(slice(s, None), slice(None, n - s)),
                              (slice(None, s), slice(n - s, None))])
     return [tuple(zip(*pieces, strict=True)) for pieces in itertools.product(*per_axis)]
-
-
-def check_state_store(state: dict, store: str) -> None:
-    """Refuse a state saved with another population storage; ``state["convert"]`` True asks
-    for the explicit conversion (rounded on load). A state without the key (populations given
-    by hand, checkpoints older than 16-bit storage) is rounded on load."""
-    saved = str(state.get("store", store))
-    if saved != store and not bool(state.get("convert", False)):
-        raise ValueError(f"the checkpoint stores populations as {saved}, this run as {store}; "
-                         f"run with store={saved!r}, or load it with convert=True to round "
-                         f"its populations to {store}")
 
 
 def check_fits(backend: Backend, nodes: int, bytes_per_node: int) -> None:

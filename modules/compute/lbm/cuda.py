@@ -16,11 +16,19 @@ from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm import check_state_store, layouts
+from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS, kernel_names, step_args
 from thelma_py.nodes import NodeTags
-from thelma_py.store16 import FORMATS, bytes_per_value, encode, from_codes, to_codes, weights
+from thelma_py.store16 import (
+    FORMATS,
+    bytes_per_value,
+    check_state_store,
+    encode,
+    from_codes,
+    to_codes,
+    weights,
+)
 
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""

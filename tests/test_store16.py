@@ -260,6 +260,27 @@ def assert_16bit_equals_numpy(backend, lattice_name, collision, scheme, store, b
 
 
 @pytest.mark.nvcc
+@pytest.mark.parametrize("scheme", ["pull", "aa"])
+def test_16bit_sparse_kernels_compile_with_nvcc(tmp_path, scheme):
+    """Sparse D3Q19 TRT with moving walls (pull: open faces and interpolated links)."""
+    import subprocess
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    kinds = (("OUTFLOW", "+x"), ("VELOCITY", "-x")) if scheme == "pull" else ()
+    source = Lbm(nu=0.04, collision="trt", streaming=scheme, storage="sparse",
+                 store="fp16c").kernel_source(LATTICES["D3Q19"], np.float32, boundaries=kinds,
+                                              interpolated=scheme == "pull")
+    assert "pop_t" in source
+    (tmp_path / "k.cu").write_text(source)
+    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o",
+                             str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.mark.nvcc
 @pytest.mark.parametrize("scheme", ["pull", "push", "aa"])
 @pytest.mark.parametrize("store", ["fp16s", "fp16c"])
 def test_16bit_kernels_compile_with_nvcc(tmp_path, scheme, store):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 16-bit population storage (issue #19 items 1-2) on one GPU; expected on an H100: tests ~1 min,
+# 16-bit population storage (issue #19 items 1-2) on one GPU; expected on an H100: tests 1-2 min,
 # bench ~3 min (12 configurations and three largest cubes), accuracy ~2 min. The parts can be
 # run in separate calls:
 #   bash benchmarks/device_half.sh            # all parts
@@ -14,8 +14,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in
-    tests)  # GPU ≡ NumPy for every 16-bit variant (31 cases, ~1 min: kernel compilation)
-      THELMA_REQUIRE_GPU=1 timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
+    tests)  # GPU ≡ NumPy for every 16-bit variant (36 cases, 1-2 min: kernel compilation)
+      THELMA_REQUIRE_GPU=1 timeout 180 python3 -m pytest -q -m gpu -p no:cacheprovider \
         tests/test_store16.py > "$out/half_gpu_tests.log" 2>&1
       echo "gpu tests status $?"; tail -n 15 "$out/half_gpu_tests.log";;
     bench)  # D3Q19 BGK 256^3, pull and AA, periodic and closed box with lid, each store in the

@@ -358,7 +358,6 @@ def test_cavity_with_16bit_storage_stays_near_fp32():
                                                              s["max_dv_over_U"])
 
 
-@pytest.mark.slow  # compiles the kernels with g++
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 @pytest.mark.parametrize("store", ["fp16s", "fp16c"])
 def test_host_cuda_16bit_ranks_equal_one_domain_bit_for_bit(host_gpu, store):

@@ -254,9 +254,8 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     porous, sparse storage outside LBM pull and AA."""
     if cfg.case != "porous" and cfg.fluid_fraction != first_fraction:
         return False
-    if cfg.store != "fp32" and (cfg.compute != "lbm" or cfg.precision != "float32"
-                                or cfg.storage != "dense"):
-        return False  # 16-bit storage: dense LBM with fp32 arithmetic only
+    if cfg.store != "fp32" and (cfg.compute != "lbm" or cfg.precision != "float32"):
+        return False  # 16-bit storage: LBM with fp32 arithmetic only
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -287,7 +286,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="porous case: fluid fractions of the medium, e.g. 0.1,0.3,0.6")
     parser.add_argument("--store", type=_words, default=["fp32"],
                         help="lbm population storage to sweep: fp32,fp16s,fp16c (16-bit: "
-                             "float32 arithmetic, dense)")
+                             "float32 arithmetic)")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 float32, in-place; "
                              "LBM once per --store)")

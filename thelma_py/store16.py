@@ -100,7 +100,8 @@ def encode(fmt: Format16, x, xp=np):
     sh = fmt.shift
     # normal range: rebias, then round away the low ``shift`` bits (a carry moves the exponent)
     t = a - fmt.rebias
-    normal = ((t + (1 << (sh - 1)) - 1 + ((t >> sh) & 1)) >> sh).clip(None, fmt.inf_code)
+    normal = (t + (1 << (sh - 1)) - 1 + ((t >> sh) & 1)) >> sh
+    normal = xp.where(normal > fmt.inf_code, fmt.inf_code, normal)
     # below the smallest normal: the 24-bit significand shifted by more (ties to even)
     e = (a >> 23) - 127 + fmt.bias
     s = (sh + 1 - e).clip(1, 26)

@@ -355,7 +355,8 @@ class NcclHaloExchange:
         cp, nccl = self.cp, self.nccl
         stream = stream if stream is not None else cp.cuda.get_current_stream()
         ops = self._operations(f)
-        kind = {4: nccl.NCCL_FLOAT32, 8: nccl.NCCL_FLOAT64}[f.dtype.itemsize]
+        # 16-bit populations (thelma_py.store16) travel as the stored words: no arithmetic
+        kind = {2: nccl.NCCL_FLOAT16, 4: nccl.NCCL_FLOAT32, 8: nccl.NCCL_FLOAT64}[f.dtype.itemsize]
         with stream:
             for op, buffer, _ in ops:  # pack strided layers (y cuts)
                 if op == "send" and isinstance(buffer, tuple):

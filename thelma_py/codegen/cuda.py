@@ -152,10 +152,29 @@ def wall_term(lattice: Lattice, i: int, momentum: WallMomentum,
     return wall_id_call(lattice, i, at), str(term)
 
 
+def shift(lattice: Lattice, i: int) -> str:
+    """C literal of w_i, the shift of population i in 16-bit storage (:mod:`thelma_py.store16`)."""
+    return f"(real_t){float(lattice.w[i])!r}"
+
+
+def pop_load(lattice: Lattice, i: int, element: str, store: str = "fp32") -> str:
+    """C expression of population i read from ``element``: as it is (fp32) or decoded from
+    16 bits and shifted back (``pop_decode(...) + w_i``)."""
+    return element if store == "fp32" else f"(pop_decode({element}) + {shift(lattice, i)})"
+
+
+def pop_value(lattice: Lattice, i: int, value: str, store: str = "fp32") -> str:
+    """C expression stored for population i of value ``value``: as it is (fp32) or shifted by
+    −w_i and rounded to 16 bits (``pop_encode``)."""
+    return value if store == "fp32" else f"pop_encode({value} - {shift(lattice, i)})"
+
+
 def population_reads(lattice: Lattice, scheme: str, parity: str,
-                     momentum: WallMomentum | None = None) -> tuple[list[str], list[str]]:
+                     momentum: WallMomentum | None = None, store: str = "fp32"
+                     ) -> tuple[list[str], list[str]]:
     """C statements loading f0..f{Q-1} of a pull, push or AA (``parity`` 'even' / 'odd') step:
-    (loads, wall fix-ups). ``momentum`` None: walls at rest (no Ladd term).
+    (loads, wall fix-ups). ``momentum`` None: walls at rest (no Ladd term). ``store``: the
+    population storage (:data:`thelma_py.store16.STORES`); 16-bit values are decoded here.
 
     The loads never depend on the tag, so all Q of them are in flight at once while the tile
     flag and tag arrive; a wall link then re-reads its bounced population (rare)."""
@@ -171,9 +190,10 @@ def population_reads(lattice: Lattice, scheme: str, parity: str,
             source = bounce = f"f[{i} * N + n]"
         else:
             source, bounce = f"f[{opp[i]} * N + {upstream}]", f"f[{i} * N + n]"
-        loads.append(f"real_t f{i} = {source};")
+        loads.append(f"real_t f{i} = {pop_load(lattice, i, source, store)};")
         if i == 0 or source == bounce:
             continue
+        bounce = pop_load(lattice, i, bounce, store)  # w_i = w_ī: slot ī holds the same shift
         wall = f"((tag >> {LINK_SHIFT + i - 1}) & 1)"
         fix = f"f{i} = {bounce};"
         if momentum is not None:

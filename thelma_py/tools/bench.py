@@ -50,6 +50,8 @@ class BenchConfig:
     """LBM dense: wall tiles in the step kernel ('fused') or in their own ('split')."""
     moving_tiles: bool = False
     """LBM dense: moving-wall terms only in tiles that touch a moving wall."""
+    store: str = "fp32"
+    """LBM population storage: fp32, or 16 bits (fp16s, fp16c) with fp32 arithmetic."""
 
     @property
     def label(self) -> str:
@@ -60,7 +62,8 @@ class BenchConfig:
             f" les={self.les}" if self.les != "none" else "") + (
             f" {self.propagation}" if self.propagation != "direct" else "") + (
             f" {self.wall_launch}" if self.wall_launch != "fused" else "") + (
-            " moving-tiles" if self.moving_tiles else "")
+            " moving-tiles" if self.moving_tiles else "") + (
+            f" {self.store}" if self.store != "fp32" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -98,6 +101,7 @@ def compute_params(cfg: BenchConfig):
     extra = {}
     if cfg.compute == "lbm":
         extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
+                 "store": cfg.store,
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores,
                                   "propagation": cfg.propagation,
@@ -190,7 +194,7 @@ def largest_cube(cp, backend, cfg: BenchConfig, memory_limit: float | None = Non
     n = int((0.95 * budget / per_node) ** (1 / 3))
     n -= n % 8
     record = {"compute": cfg.compute, "case": cfg.case, "streaming": cfg.streaming,
-              "precision": cfg.precision,
+              "precision": cfg.precision, "store": cfg.store,
               "memory_bytes_per_node": per_node, "free_bytes": free, "total_bytes": total,
               "memory_limit_bytes": memory_limit, "size": n}
     try:
@@ -220,7 +224,7 @@ def markdown_table(payload: dict) -> str:
             continue
         lbm = r.get("compute", "lbm") == "lbm"
         lines.append(f"| {r.get('compute', 'lbm')} | {r['lattice']} | "
-                     f"{r['collision'] if lbm else '-'}{_les(r)} | {r['precision']} | "
+                     f"{r['collision'] if lbm else '-'}{_les(r)} | {_precision(r)} | "
                      f"{r['streaming'] if lbm else '-'}"
                      f" | {r['case']} | {r['size']}³ | {r['mlups']:.0f} | {r['mlups_min']:.0f}-"
                      f"{r['mlups_max']:.0f} | {r['bytes_per_node']} | {r['bandwidth_GBs']:.0f} | "
@@ -228,7 +232,7 @@ def markdown_table(payload: dict) -> str:
     for r in [r for r in payload.get("largest", []) if r.get("case") != "porous"]:
         gb = r["size"] ** 3 * r["memory_bytes_per_node"] / 1e9
         ran = f"ran at {r['mlups']:.0f} MLUPS" if r.get("ran") else f"not run ({r.get('error')})"
-        lines += ["", f"Largest D3Q19 {r['precision']} {_scheme(r)} {r['case']} domain in "
+        lines += ["", f"Largest D3Q19 {_precision(r)} {_scheme(r)} {r['case']} domain in "
                       f"{(r.get('memory_limit_bytes') or r['free_bytes']) / 1e9:.0f} GB: "
                       f"{r['size']}³ ({r['memory_bytes_per_node']} B/node, {gb:.1f} GB), {ran}."]
     from thelma_py.tools.bench_output import output_lines
@@ -242,6 +246,12 @@ def _les(record: dict) -> str:
     """' + smagorinsky LES' for a record run with a subgrid model, '' otherwise."""
     les = record.get("les", "none")
     return "" if les == "none" else f" + {les} LES"
+
+
+def _precision(record: dict) -> str:
+    """'float32', or 'float32/fp16c' where populations are stored in 16 bits."""
+    store = record.get("store", "fp32")
+    return record["precision"] + ("" if store == "fp32" else f"/{store}")
 
 
 def _scheme(record: dict) -> str:
@@ -274,6 +284,8 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     if (cfg.wall_launch != "fused" or cfg.moving_tiles) and (
             cfg.compute != "lbm" or cfg.storage != "dense" or cfg.propagation != "direct"):
         return False
+    if cfg.store != "fp32" and (cfg.compute != "lbm" or cfg.precision != "float32"):
+        return False  # 16-bit storage: LBM with fp32 arithmetic only
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -313,8 +325,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
                         help="porous case: fluid fractions of the medium, e.g. 0.1,0.3,0.6")
+    parser.add_argument("--store", type=_words, default=["fp32"],
+                        help="lbm population storage to sweep: fp32,fp16s,fp16c (16-bit: "
+                             "float32 arithmetic)")
     parser.add_argument("--largest", action="store_true",
-                        help="also run the largest cube that fits (D3Q19 fp32, in-place)")
+                        help="also run the largest cube that fits (D3Q19 float32, in-place; "
+                             "LBM once per --store)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,
                         help="with --largest: size the domain for this much memory (e.g. 80; "
                              "default: the free device memory)")
@@ -364,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
         args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
         args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
-        [bool(v) for v in args.moving_tiles]))
+        [bool(v) for v in args.moving_tiles], args.store))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
@@ -393,12 +409,14 @@ def run(args: argparse.Namespace) -> int:
     largest = []
     if args.largest:
         limit = args.memory_limit_gb * 1e9 if args.memory_limit_gb else None
-        for compute in args.compute:  # LBM in place (the smallest LBM footprint)
+        for compute, store in itertools.product(args.compute, args.store):
+            if compute != "lbm" and store != "fp32":
+                continue  # LBM in place (the smallest LBM footprint), once per storage
             cfg = BenchConfig(compute=compute, streaming="aa" if compute == "lbm" else "pull",
-                              case="periodic", size=0)
+                              case="periodic", size=0, store=store)
             rec = largest_cube(cp, backend, cfg, limit)
             largest.append(rec)
-            print(f"largest D3Q19 fp32 {_scheme(rec)} periodic: {rec['size']}^3 "
+            print(f"largest D3Q19 {_precision(rec)} {_scheme(rec)} periodic: {rec['size']}^3 "
                   f"({rec['memory_bytes_per_node']} B/node, "
                   f"{rec['size'] ** 3 * rec['memory_bytes_per_node'] / 1e9:.1f} GB) "
                   + (f"ran at {rec['mlups']:.0f} MLUPS" if rec.get("ran") else

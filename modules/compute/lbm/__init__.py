@@ -33,6 +33,7 @@ from thelma_py.modules.compute.lbm.sparse import STORAGES
 from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.store16 import STORES, bytes_per_value, check_state_store, round_trip, weights
 from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import TagLayout
 from thelma_py.units import RelaxationTime
@@ -74,6 +75,11 @@ class Lbm(RelaxationTime):
     storage: str = attrs.field(default="dense", validator=attrs.validators.in_(STORAGES))
     """Node storage: 'dense' (the whole box) or 'sparse' (non-solid nodes only, indirect
     addressing through a neighbour table: see :mod:`.sparse`; pull streaming only)."""
+    store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
+    """Population storage: 'fp32' (the arithmetic type), or 16 bits of f_i − w_i with fp32
+    arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate,
+    see :mod:`thelma_py.store16`); dense or sparse. The NumPy reference rounds through the
+    same format after each step."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores), propagation ('direct' | 'shared' | 'shuffle': how
@@ -95,7 +101,8 @@ class Lbm(RelaxationTime):
         real, tag = np.dtype(dtype).itemsize, TagLayout(lattice).dtype.itemsize
         if backend.is_gpu:  # populations (AA: one copy in place), ρ, u and the tags
             buffers = 1 if self.streaming == "aa" else 2
-            return (buffers * lattice.q + 1 + lattice.d) * real + tag
+            pop = bytes_per_value(self.store, real)
+            return buffers * lattice.q * pop + (1 + lattice.d) * real + tag
         return 2 * lattice.q * real + tag  # NumPy: stream from one buffer into the other
 
     def stability_advice(self) -> str:
@@ -138,7 +145,8 @@ class Lbm(RelaxationTime):
             min_blocks=options["min_blocks"],
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
             interpolated=interpolated, propagation=options["propagation"],
-            wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"])))
+            wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"]),
+            store=self.store))
 
     def check(self, lattice: Lattice) -> None:
         if self.tau > MAX_TAU:
@@ -150,8 +158,17 @@ class Lbm(RelaxationTime):
                              f"got {self.force}")
         self.relaxation(lattice)
 
+    def check_store(self, dtype) -> None:
+        """16-bit storage keeps fp32 arithmetic."""
+        if self.store == "fp32":
+            return
+        if np.dtype(dtype) != np.float32:
+            raise ValueError(f"store={self.store!r} stores 16 bits and computes in float32; "
+                             f"use precision float32 (got {np.dtype(dtype).name})")
+
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
+        self.check_store(dtype)
         for kind, _ in tags.open_kinds:
             reason = refusal(kind, streaming=self.streaming, storage=self.storage)
             if reason:
@@ -208,7 +225,13 @@ class NumpyLbm(ComputeEngine):
     def initialize(self, rho, u) -> None:
         rho = np.asarray(rho, dtype=self.dtype)
         u = self.params.stored_velocity([np.asarray(ua, dtype=self.dtype) for ua in u])
-        self.f = np.array(self.lattice.equilibrium(rho, u), dtype=self.dtype)
+        self.f = self._stored(np.array(self.lattice.equilibrium(rho, u), dtype=self.dtype))
+
+    def _stored(self, f: np.ndarray) -> np.ndarray:
+        """``f`` rounded through the population storage (16-bit: decode(encode(f − w)) + w)."""
+        if self.params.store == "fp32":
+            return f
+        return round_trip(self.params.store, f, weights(self.lattice))
 
     def stream(self, f: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Pull streaming with halfway bounce-back: returns the pre-collision populations.
@@ -244,6 +267,8 @@ class NumpyLbm(ComputeEngine):
                     flat[i, block] = post[i]
             if len(self.solid):
                 flat[:, self.solid] = self.f.reshape(q, -1)[:, self.solid]
+            if self.params.store != "fp32":
+                new[...] = self._stored(new)
             self.f, self._spare = new, self.f
 
     def macroscopic(self):
@@ -256,7 +281,7 @@ class NumpyLbm(ComputeEngine):
         return rho, u
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.f.copy()}
+        return {"f": self.f.copy(), "store": np.array(self.params.store)}
 
     def halo_arrays(self) -> list[np.ndarray]:
         """Arrays (Q, *S) whose ghost layers a distributed run fills before each step."""
@@ -267,7 +292,8 @@ class NumpyLbm(ComputeEngine):
         if f.shape != self.f.shape or f.dtype != self.f.dtype:
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.f.dtype}{self.f.shape}")
-        self.f = f.copy()
+        check_state_store(state, self.params.store)
+        self.f = self._stored(f.copy())
 
 
 def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:

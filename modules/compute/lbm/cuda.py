@@ -27,6 +27,15 @@ from thelma_py.modules.compute.lbm.kernels import (
     wall_args,
 )
 from thelma_py.nodes import NodeTags
+from thelma_py.store16 import (
+    FORMATS,
+    bytes_per_value,
+    check_state_store,
+    encode,
+    from_codes,
+    to_codes,
+    weights,
+)
 
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
@@ -60,6 +69,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             boundaries=tags.open_kinds, interpolated=bool(len(tags.curved_nodes)))
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
+        flags = tile_flags(tags)
+        # kernels read a tag only in flagged tiles (and wall_id only across a wall link, which
+        # flags its tile): with none flagged one word stands in for the array (4 B per node)
+        self.tags_stored = bool(flags.any())
         check_memory(backend, self.nodes, self.memory_bytes_per_node,
                      hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
@@ -68,13 +81,14 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.block = options["block"]
         self.split = options["wall_launch"] == "split"  # bulk and wall tiles launched apart
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, cupy)
-        flags = tile_flags(tags)
         if options["moving_tiles"]:
             flags = flags | moving_tile_flags(self.walls, tags.tags.shape)
         module = compile_module(self.source)
         self.kernels = {key: module.get_function(name) for key, name in
                         kernel_names(self.scheme, "bulk" if self.split else "").items()}
-        self.args = step_args(self.scheme).bind(real_t=self.dtype, tag_t=tags.tags.dtype)
+        self.store = params.store
+        self.args = step_args(self.scheme, self.store).bind(
+            real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
         xp = cupy
         if self.split:
             self.wall_kernels = {key: module.get_function(name)
@@ -85,7 +99,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             self.n_wall_tiles = np.int32(len(listed))
             self.wall_tiles = xp.asarray(np.append(listed, 0).astype(np.int32))
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
-        self.tag_words = xp.asarray(tags.tags)
+        self.tag_words = xp.asarray(tags.tags if self.tags_stored else tags.tags.reshape(-1)[:1])
         self.tile_flags = xp.asarray(flags)
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.edge_bc = xp.asarray(edge_table(tags))
@@ -100,7 +114,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                                          .astype(self.dtype))
         buffers = 1 if self.scheme == "aa" else 2
         q = lattice.q
-        self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(buffers)]
+        pop = self.dtype if self.store == "fp32" else np.uint16
+        self.buffers = [xp.empty((q, *self.shape), dtype=pop) for _ in range(buffers)]
         self.rho = xp.empty(self.shape, dtype=self.dtype)
         self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
         self.current = 0
@@ -113,13 +128,15 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     # -- sizes -------------------------------------------------------------------------------
     @property
     def traffic_bytes_per_node(self) -> int:
-        return 2 * self.lattice.q * self.dtype.itemsize
+        """Populations read and written per node, at their stored size."""
+        return 2 * self.lattice.q * bytes_per_value(self.store, self.dtype.itemsize)
 
     @property
     def memory_bytes_per_node(self) -> int:
         """Per node: populations, ρ, u and the tag (the open-boundary values, one row of 4
         reals per node of each open face plane, are not counted: a plane, not a volume)."""
-        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
+        tags = 0 if self.tags_stored else self.tags.tags.dtype.itemsize  # not allocated
+        return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend) - tags
 
     # -- state -------------------------------------------------------------------------------
     def _set_canonical(self, f_post) -> None:
@@ -127,11 +144,25 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         held = layouts.to_scheme(self.lattice, self.walls, self.solid_index, f_post,
                                  self.scheme, "post-even", xp)
         self.current, self.phase = 0, "post-even"
-        self.buffers[0][...] = held
+        self.buffers[0][...] = self._encoded(held)
         if len(self.buffers) > 1:
             self.buffers[1][...] = held
         self._macroscopic_from(f_post)
         self._graphs.clear()
+
+    def _encoded(self, f, slot: slice | int = slice(None)):
+        """Populations as the buffers hold them (16-bit: codes of f − w; ``slot`` picks the
+        weights of the rows given)."""
+        if self.store == "fp32":
+            return f
+        w = weights(self.lattice, self.cp)[slot]
+        return to_codes(self.store, f, w, self.cp)
+
+    def _decoded(self, held):
+        """Float populations of the buffers' contents."""
+        if self.store == "fp32":
+            return held
+        return from_codes(self.store, held, weights(self.lattice, self.cp), self.cp)
 
     def _macroscopic_from(self, f_post) -> None:
         """ρ, u from post-collision populations (as the NumPy reference defines them)."""
@@ -165,7 +196,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             stored = self.params.stored_velocity([ua[slab] for ua in u])
             usq = sum(ua * ua for ua in stored)
             for i, slot in enumerate(slots):
-                feq = lat.equilibrium_i(i, rho[slab], stored, usq)
+                feq = self._encoded(lat.equilibrium_i(i, rho[slab], stored, usq), i)
                 for buffer in self.buffers:
                     buffer[slot][slab] = feq
         self.current, self.phase = 0, "post-even"
@@ -177,14 +208,15 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
 
     def canonical(self):
         """Post-collision populations f* (device array), whatever the scheme holds."""
-        held = self.buffers[self.current]
+        held = self._decoded(self.buffers[self.current])
         return layouts.from_scheme(self.lattice, self.walls, self.solid_index, held,
                                    self.scheme, self.phase, self.cp)
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
-                "layout": np.array(f"{self.scheme}/{self.phase}"),
-                "rho": self.rho.get(), "u": self.u.get()}
+        state = {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
+                 "layout": np.array(f"{self.scheme}/{self.phase}"),
+                 "rho": self.rho.get(), "u": self.u.get(), "store": np.array(self.store)}
+        return state
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         f = np.asarray(state["f"])
@@ -192,8 +224,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         if f.shape != expected or f.dtype != self.dtype:
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.dtype}{expected}")
+        check_state_store(state, self.store)
         layout = str(state.get("layout", ""))
-        if "held" in state and layout.startswith(self.scheme + "/"):
+        same = str(state.get("store", self.store)) == self.store
+        if "held" in state and layout.startswith(self.scheme + "/") and same:
             self._set_canonical(self.cp.asarray(f))  # sets solid nodes, tables, macroscopic
             self.phase = layout.split("/", 1)[1]
             self.buffers[0][...] = self.cp.asarray(state["held"])
@@ -265,6 +299,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     def poison(self) -> None:
         """Testing aid: fill everything a step must write with NaN."""
         if len(self.buffers) > 1:
-            self.buffers[1 - self.current].fill(np.nan)
+            nan = np.float32(np.nan) if self.store == "fp32" else np.uint16(
+                encode(FORMATS[self.store], np.full(1, np.nan, np.float32))[0])
+            self.buffers[1 - self.current].fill(nan)
         self.rho.fill(np.nan)
         self.u.fill(np.nan)

@@ -30,6 +30,7 @@ from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm import propagation as variants
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
+from thelma_py.store16 import FORMATS, STORES, cuda_functions
 from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
@@ -85,6 +86,21 @@ class KernelConfig(cuda.KernelConfig):
             raise ValueError("wall_launch 'split' runs with propagation 'direct' (a bulk block "
                              "may skip some of its warps, so it cannot share a barrier)")
 
+    store: str = attrs.field(default="fp32", kw_only=True, validator=attrs.validators.in_(STORES))
+    """Population storage: fp32 (real_t) or a 16-bit format of f_i − w_i
+    (:mod:`thelma_py.store16`; fp32 arithmetic). Every population read (bulk, walls, open
+    boundaries, interpolated links) decodes, every store encodes."""
+
+    @store.validator
+    def _check_store(self, _, value):
+        if value == "fp32":
+            return
+        if self.real != "float":
+            raise ValueError(f"store={value!r} keeps fp32 arithmetic; use precision float32")
+        if self.propagation != "direct" or self.wall_launch != "fused":
+            raise ValueError(f"store={value!r} runs with propagation 'direct' and wall_launch "
+                             "'fused' (the variants move fp32 values)")
+
     @interpolated.validator
     def _check_interpolated(self, _, value):
         if value and self.scheme != "pull":
@@ -99,11 +115,19 @@ class KernelConfig(cuda.KernelConfig):
 
     @property
     def name(self) -> str:
-        return f"lbm_{self.lattice.name}_{self.relaxation.kind}_{self.real}_{self.scheme}"
+        store = "" if self.store == "fp32" else f"_{self.store}"
+        return f"lbm_{self.lattice.name}_{self.relaxation.kind}_{self.real}_{self.scheme}{store}"
+
+
+STORE16 = "__device__ __forceinline__ void store(pop_t* p, pop_t v) { *p = v; }"
+""":data:`thelma_py.codegen.cuda.STORE` for 16-bit populations."""
 
 
 def _header(cfg: KernelConfig) -> str:
-    return "\n".join(cuda.header(cfg.name, __name__, cfg.real, cfg.lattice) + [cuda.STORE])
+    lines = cuda.header(cfg.name, __name__, cfg.real, cfg.lattice)
+    if cfg.store == "fp32":
+        return "\n".join(lines + [cuda.STORE])
+    return "\n".join(lines + [cuda_functions(FORMATS[cfg.store]), STORE16])
 
 
 def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", "z")
@@ -114,12 +138,14 @@ def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", 
     return cuda.wall_term(cfg.lattice, i, wall_momentum, at)
 
 
-def step_args(scheme: str) -> KernelArgs:
+def step_args(scheme: str, store: str = "fp32") -> KernelArgs:
     """Arguments of the step kernels: the population buffers (``f`` for AA, else ``src`` and
-    ``dst``) and the node range ``y0``, ``z0`` are given at each launch, the rest is held by
-    the engine (:class:`.cuda.CudaLbm`) under the names in ``source``."""
-    buffers = ([Arg("f", "real_t*", GIVEN)] if scheme == "aa" else
-               [Arg("src", "const real_t*", GIVEN), Arg("dst", "real_t*", GIVEN)])
+    ``dst``; ``pop_t``, uint16, in 16-bit storage) and the node range ``y0``, ``z0`` are given
+    at each launch, the rest is held by the engine (:class:`.cuda.CudaLbm`) under the names in
+    ``source``."""
+    pop = "real_t" if store == "fp32" else "pop_t"
+    buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
+               [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])
     return KernelArgs("lbm step", [
         buffers,
         [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
@@ -134,10 +160,10 @@ def step_args(scheme: str) -> KernelArgs:
     ])
 
 
-def wall_args(scheme: str) -> KernelArgs:
+def wall_args(scheme: str, store: str = "fp32") -> KernelArgs:
     """Arguments of the wall-tile kernels of ``wall_launch='split'``: those of
     :func:`step_args` and the list of flagged tiles (tile index x / TILE + tiles_x (y + ny z))."""
-    return KernelArgs("lbm wall tiles", [*step_args(scheme).lines,
+    return KernelArgs("lbm wall tiles", [*step_args(scheme, store).lines,
                                          [Arg("wall_tiles", "const int*"),
                                           Arg("n_wall_tiles", "int")]])
 
@@ -173,8 +199,9 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
             target = bounce = f"f[{opp[i]} * N + n]"
         else:
             target, bounce = f"f[{i} * N + {cuda.node_index(lat, i, +1)}]", f"f[{opp[i]} * N + n]"
+        value = cuda.pop_value(lat, i, f"p{i}", cfg.store)  # w_i = w_ī: either slot
         if i == 0 or target == bounce:
-            lines.append(f"{store}({address(target)}, p{i});")
+            lines.append(f"{store}({address(target)}, {value});")
             continue
         # p_i heads for x + c_i; if that node is solid, link ī of x crosses the wall and the
         # population comes straight back as ī, with Ladd's term for direction ī.
@@ -186,9 +213,10 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
             moving = f"{wall} && (tile & {MOVING_TILE})" if cfg.moving_tiles else wall
             lines.append(f"real_t q{i} = p{i};\n"
                          f"if ({moving}) {{ {setup} q{i} += {term}; }}\n"
-                         f"{store}({wall} ? {address(bounce)} : {address(target)}, q{i});")
+                         f"{store}({wall} ? {address(bounce)} : {address(target)}, "
+                         f"{cuda.pop_value(lat, i, f'q{i}', cfg.store)});")
         else:
-            lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, p{i});")
+            lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, {value});")
     return lines
 
 
@@ -221,10 +249,11 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     suffix = "" if cfg.scheme != "aa" else f"_{parity}"
     name = f"lbm_step{suffix}{'_macro' if store else ''}{'_' + part if part else ''}"
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
-                                          wall_momentum if cfg.moving_walls else None)
+                                          wall_momentum if cfg.moving_walls else None, cfg.store)
     writes = _writes(cfg, parity)
     if cfg.moving_tiles and cfg.moving_walls:  # wall-row lookups only where a wall moves
-        fixups = _by_tile(fixups, cuda.population_reads(cfg.lattice, cfg.scheme, parity)[1])
+        fixups = _by_tile(fixups, cuda.population_reads(cfg.lattice, cfg.scheme, parity, None,
+                                                         cfg.store)[1])
     body, rho, u = _collision(cfg)
     pad = " " * 4
     # Every node runs the wall-aware path: clean tiles take a constant 'fluid, no wall link'
@@ -261,7 +290,8 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
             macro = ["if (live) {"] + ["    " + m for m in macro] + ["}"]
         code += "\n" + "\n".join("    " + m for m in macro)
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
-    args = wall_args(cfg.scheme) if part == "walls" else step_args(cfg.scheme)
+    args = (wall_args(cfg.scheme, cfg.store) if part == "walls"
+            else step_args(cfg.scheme, cfg.store))
     signature = args.signature(name, cfg.launch_bounds)
     prologue = cuda.prologue(offsets=True)
     if moved:
@@ -296,6 +326,11 @@ def _open_call(cfg: KernelConfig) -> list[str]:
             "}"]
 
 
+def _pop_type(cfg: KernelConfig) -> str:
+    """C type of the population arrays: ``real_t``, or ``pop_t`` (uint16) in 16-bit storage."""
+    return "real_t" if cfg.store == "fp32" else "pop_t"
+
+
 def _plane_index(face: int) -> str:
     """C expression of the node's index in its face plane (see open_nodes.plane_index)."""
     return ("y + ny * z", "x + nx * z", "x + nx * y")[face // 2]
@@ -305,16 +340,19 @@ def _streamed(cfg: KernelConfig, k: int, target: str) -> str:
     """C statement: ``target`` = the streamed (pre-collision, wall fix-up included) population
     k at the node m = (X, Y, Z) with tag tm, as a thread of that node would read it."""
     lat = cfg.lattice
+    def read(element: str) -> str:  # w_k = w_k̄: one shift for either slot
+        return cuda.pop_load(lat, k, element, cfg.store)
+
     if cfg.scheme == "push":
-        return f"{target} = src[{k} * N + m];"
+        return f"{target} = {read(f'src[{k} * N + m]')};"
     cx, cy, cz = _c3(lat, k)
     upstream = (f"((X - ({cx}) + nx) % nx) + nx * (((Y - ({cy}) + ny) % ny) + ny * "
                 f"((Z - ({cz}) + nz) % nz))")
-    bounce = f"src[{lat.opposite[k]} * N + m]"
+    bounce = read(f"src[{lat.opposite[k]} * N + m]")
     setup, term = _wall_term(cfg, k, ("X", "Y", "Z")) if cfg.moving_walls else ("", "")
     bounced = f"{setup} {target} = {bounce} + {term};" if term else f"{target} = {bounce};"
     return (f"if ((tm >> {LINK_SHIFT + k - 1}) & 1) {{ {bounced.strip()} }} "
-            f"else {target} = src[{k} * N + {upstream}];")
+            f"else {target} = {read(f'src[{k} * N + {upstream}]')};")
 
 
 def _neighbour_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:
@@ -370,13 +408,15 @@ def _interpolated_arm(cfg: KernelConfig) -> list[str]:
                   f"((z + ({cz}) + nz) % nz))")
         weights = [Expr(f"w[{3 * (i - 1) + k}]", atom=True) for k in range(3)]
         setup, term = _wall_term(cfg, i) if cfg.moving_walls else ("", "")
-        value = interpolated_bounce(weights, Expr(f"src[{j} * N + n]", atom=True),
-                                    Expr("next", atom=True), Expr(f"src[{i} * N + n]", atom=True),
+        own = [Expr(cuda.pop_load(lat, k, f"src[{k} * N + n]", cfg.store), atom=True)
+               for k in (j, i)]
+        value = interpolated_bounce(weights, own[0], Expr("next", atom=True), own[1],
                                     Expr(term) if term else 0.0)
         # x + c_i is read only where it is fluid (b != 0): elsewhere it may be beyond the box
         lines.append(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup} "
                      f"const real_t next = {weights[1]} != (real_t)0 ? "
-                     f"src[{j} * N + {beyond}] : (real_t)0; f[{i}] = {value}; }}")
+                     f"{cuda.pop_load(lat, j, f'src[{j} * N + {beyond}]', cfg.store)} : (real_t)0;"
+                     f" f[{i}] = {value}; }}")
     return lines
 
 
@@ -386,7 +426,7 @@ def _open_function(cfg: KernelConfig) -> str:
     q = cfg.lattice.q
     head = ("__device__ __noinline__ void open_boundary(real_t* f, const tag_t tag, const int x,"
             " const int y, const int z, const int nx, const int ny, const int nz,"
-            " const int periodic, const real_t* __restrict__ src,"
+            f" const int periodic, const {_pop_type(cfg)}* __restrict__ src,"
             " const tag_t* __restrict__ tags, const real_t* __restrict__ bc,"
             " const int* __restrict__ edge_bc, const int* __restrict__ open_table,"
             " const real_t* __restrict__ open_values, const int* __restrict__ curved_nodes,"

@@ -139,16 +139,18 @@ class SparseDomain:
         return out.reshape(*lead, *self.shape)
 
 
-def sparse_bytes_per_node(lattice: Lattice, dtype, streaming: str = "pull") -> dict[str, int]:
+def sparse_bytes_per_node(lattice: Lattice, dtype, streaming: str = "pull",
+                          store: str = "fp32") -> dict[str, int]:
     """Per stored (fluid) node: bytes one update moves (two population passes and the neighbour
     table; AA reads the table every other step only) and device bytes held (population
     buffers: two for pull, one for AA; the table, ρ and u, the node's dense index for the
-    scatter to dense fields)."""
+    scatter to dense fields). ``store``: populations of 2 bytes in 16-bit storage."""
     real = np.dtype(dtype).itemsize
+    pop = real if store == "fp32" else 2
     table = 4 * (lattice.q - 1)
     aa = streaming == "aa"
-    return {"traffic": 2 * lattice.q * real + (table // 2 if aa else table),
-            "memory": (1 if aa else 2) * lattice.q * real + table + (1 + lattice.d) * real + 4}
+    return {"traffic": 2 * lattice.q * pop + (table // 2 if aa else table),
+            "memory": (1 if aa else 2) * lattice.q * pop + table + (1 + lattice.d) * real + 4}
 
 
 AA_REFUSAL = ("open boundaries and interpolated bodies rebuild nodes from the previous step's "
@@ -173,7 +175,8 @@ class SparseState:
     @property
     def _bytes(self) -> dict[str, int]:
         one = getattr(self, "buffer_count", 2) == 1  # the NumPy reference pulls
-        return sparse_bytes_per_node(self.lattice, self.dtype, "aa" if one else "pull")
+        return sparse_bytes_per_node(self.lattice, self.dtype, "aa" if one else "pull",
+                                     self.params.store)
 
     @property
     def traffic_bytes_per_node(self) -> int:

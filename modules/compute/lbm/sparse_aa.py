@@ -57,14 +57,14 @@ class CudaSparseAaLbm(CudaSparseLbm):
                       for i, (where, term) in self.domain.wall_links(self.dtype).items()}
 
     def _hold(self, f_post) -> None:
-        self.buffers[0][...] = f_post[self.lattice.opposite]
+        self.buffers[0][...] = self._encoded(f_post[self.lattice.opposite])
 
     def _slot(self, i: int) -> int:
         return int(self.lattice.opposite[i])
 
     def canonical_sparse(self):
-        return aa_canonical(self.lattice, self.nbr, self.walls, self.buffers[0], self.phase,
-                            self.cp)
+        return aa_canonical(self.lattice, self.nbr, self.walls, self._decoded(self.buffers[0]),
+                            self.phase, self.cp)
 
     def state(self) -> dict[str, np.ndarray]:
         return {**super().state(), "held": self.buffers[0].get(),
@@ -72,7 +72,8 @@ class CudaSparseAaLbm(CudaSparseLbm):
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         super().load_state(state)
-        if "held" in state and str(state.get("layout", "")).startswith("aa/"):
+        same = str(state.get("store", self.store)) == self.store
+        if "held" in state and str(state.get("layout", "")).startswith("aa/") and same:
             self.buffers[0][...] = self.cp.asarray(state["held"])
             self.phase = str(state["layout"]).split("/", 1)[1]
 

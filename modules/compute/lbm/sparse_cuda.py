@@ -18,6 +18,14 @@ from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.sparse import SparseState, fluid_moments
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS, step_args
 from thelma_py.nodes import NodeTags
+from thelma_py.store16 import (
+    FORMATS,
+    check_state_store,
+    encode,
+    from_codes,
+    to_codes,
+    weights,
+)
 
 
 def open_arrays(domain, lattice: Lattice, dtype, boundaries: tuple) -> dict[str, np.ndarray]:
@@ -83,11 +91,14 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
         self.open_kernels = ({store: module.get_function(name)
                               for store, name in OPEN_KERNELS.items()} if self.n_open else {})
         self.open = {name: xp.asarray(np.ascontiguousarray(a)) for name, a in opened.items()}
-        types = {"real_t": self.dtype}
-        self.args = step_args(self.scheme).bind(**types)
-        self.open_args = step_args("pull", open_nodes=True).bind(**types)
-        self.buffers = [xp.empty((lattice.q, dom.count), dtype=self.dtype)
+        self.store = params.store
+        types = {"real_t": self.dtype, "pop_t": np.uint16}
+        self.args = step_args(self.scheme, store=self.store).bind(**types)
+        self.open_args = step_args("pull", open_nodes=True, store=self.store).bind(**types)
+        pop = self.dtype if self.store == "fp32" else np.uint16
+        self.buffers = [xp.empty((lattice.q, dom.count), dtype=pop)
                         for _ in range(self.buffer_count)]
+        self._w = weights(lattice, xp).reshape(-1, 1)  # shifts of 16-bit storage (Q, 1)
         self.rho = xp.empty(dom.count, dtype=self.dtype)
         self.u = xp.zeros((lattice.d, dom.count), dtype=self.dtype)
         self.omega = self.dtype.type(params.omega)
@@ -107,10 +118,19 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
         self.current, self.phase = 0, "post-even"
         self._graphs.clear()
 
+    def _encoded(self, f, slot: slice | int = slice(None)):
+        """Populations as the buffers hold them (16-bit: codes of f − w; w_i = w_ī, so a
+        reversed slot takes the same shift)."""
+        return f if self.store == "fp32" else to_codes(self.store, f, self._w[slot], self.cp)
+
+    def _decoded(self, held):
+        """Float populations of the buffers' contents."""
+        return held if self.store == "fp32" else from_codes(self.store, held, self._w, self.cp)
+
     def _hold(self, f_post) -> None:
         """Put post-collision populations (Q, N) in the buffers as the scheme holds them."""
         for buffer in self.buffers:
-            buffer[...] = f_post
+            buffer[...] = self._encoded(f_post)
 
     def _slot(self, i: int) -> int:
         """Buffer slot of post-collision population i (the AA scheme reverses them)."""
@@ -118,7 +138,7 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
 
     def canonical_sparse(self):
         """Post-collision populations (Q, N) on the device."""
-        return self.buffers[self.current]
+        return self._decoded(self.buffers[self.current])
 
     def initialize(self, rho, u) -> None:
         xp = self.cp
@@ -128,7 +148,7 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
         stored = self.params.stored_velocity(u)
         usq = sum(ua * ua for ua in stored)
         for i in range(self.lattice.q):  # one population at a time: no second copy of f
-            feq = self.lattice.equilibrium_i(i, rho, stored, usq)
+            feq = self._encoded(self.lattice.equilibrium_i(i, rho, stored, usq), i)
             for buffer in self.buffers:
                 buffer[self._slot(i)] = feq
         self.rho[...] = rho
@@ -144,9 +164,10 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
 
     def state(self) -> dict[str, np.ndarray]:
         return {"f": self.canonical_sparse().get(), "solid_rho": self.solid_rho.copy(),
-                "rho": self.rho.get(), "u": self.u.get()}
+                "rho": self.rho.get(), "u": self.u.get(), "store": np.array(self.store)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
+        check_state_store(state, self.store)
         f = self._sparse_f(state)
         same = np.asarray(state["f"]).shape == f.shape and "rho" in state
         self._set(f, *((state["rho"], state["u"]) if same else ()))
@@ -175,6 +196,7 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write with NaN."""
-        self.buffers[1 - self.current].fill(np.nan)
+        self.buffers[1 - self.current].fill(np.nan if self.store == "fp32" else np.uint16(
+            encode(FORMATS[self.store], np.full(1, np.nan, np.float32))[0]))
         self.rho.fill(np.nan)
         self.u.fill(np.nan)

@@ -24,8 +24,9 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
-from thelma_py.modules.compute.lbm.kernels import KernelConfig, _collision
+from thelma_py.modules.compute.lbm.kernels import STORE16, KernelConfig, _collision
 from thelma_py.modules.compute.lbm.sparse import AA_REFUSAL
+from thelma_py.store16 import FORMATS, cuda_functions
 
 KERNELS = {False: "lbm_sparse_step", True: "lbm_sparse_step_macro"}
 OPEN_KERNELS = {False: "lbm_sparse_open", True: "lbm_sparse_open_macro"}
@@ -53,25 +54,30 @@ def _load(cfg: KernelConfig, i: int, node: str, target: str) -> str:
     the neighbour table, bounce-back entries decoded)."""
     lat = cfg.lattice
     if i == 0:
-        return f"{target} = src[{node}];"
+        return f"{target} = {cuda.pop_load(lat, 0, f'src[{node}]', cfg.store)};"
     opp = int(lat.opposite[i])
-    text = (f"{{ const int j = nbr[{i - 1} * N + {node}]; "
-            f"{target} = src[j >= 0 ? {i} * N + j : {opp} * N + {node}];")
+    read = cuda.pop_load(lat, i, f"src[j >= 0 ? {i} * N + j : {opp} * N + {node}]", cfg.store)
+    text = f"{{ const int j = nbr[{i - 1} * N + {node}]; {target} = {read};"
     if cfg.moving_walls:
         text += f" if (j < 0) {{ const int r = -1 - j; {target} += {_ladd(cfg, i)}; }}"
     return text + " }"
 
 
 def _header(cfg: KernelConfig) -> str:
-    return "\n".join(cuda.header(kernel_name(cfg), __name__, cfg.real) + [cuda.STORE])
+    lines = cuda.header(kernel_name(cfg), __name__, cfg.real)
+    if cfg.store == "fp32":
+        return "\n".join(lines + [cuda.STORE])
+    return "\n".join(lines + [cuda_functions(FORMATS[cfg.store]), STORE16])
 
 
-def step_args(scheme: str, open_nodes: bool = False) -> KernelArgs:
-    """Arguments of the sparse kernels: the buffers (``f`` for AA, else ``src`` and ``dst``)
-    and the open kernel's node arrays (:func:`.sparse_cuda.open_arrays`) are given at each
-    launch, the rest is held by the engine (:class:`.sparse_cuda.CudaSparseLbm`)."""
-    buffers = ([Arg("f", "real_t*", GIVEN)] if scheme == "aa" else
-               [Arg("src", "const real_t*", GIVEN), Arg("dst", "real_t*", GIVEN)])
+def step_args(scheme: str, open_nodes: bool = False, store: str = "fp32") -> KernelArgs:
+    """Arguments of the sparse kernels: the buffers (``f`` for AA, else ``src`` and ``dst``;
+    ``pop_t`` in 16-bit storage) and the open kernel's node arrays
+    (:func:`.sparse_cuda.open_arrays`) are given at each launch, the rest is held by the
+    engine (:class:`.sparse_cuda.CudaSparseLbm`)."""
+    pop = "real_t" if store == "fp32" else "pop_t"
+    buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
+               [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])
     lines = [buffers, [Arg("nbr", "const int*"), Arg("bc", "const real_t*")],
              [Arg("omega", "real_t"), Arg("omega_minus", "real_t"),
               Arg("n_nodes", "int", "nodes")],
@@ -86,7 +92,7 @@ def step_args(scheme: str, open_nodes: bool = False) -> KernelArgs:
 
 
 def _signature(cfg: KernelConfig, name: str, open_nodes: bool) -> str:
-    return step_args(cfg.scheme, open_nodes).signature(name, cfg.launch_bounds)
+    return step_args(cfg.scheme, open_nodes, cfg.store).signature(name, cfg.launch_bounds)
 
 
 def _local_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:
@@ -120,12 +126,14 @@ def _interpolated_arm(cfg: KernelConfig) -> list[str]:
     for i in range(1, lat.q):
         j = int(lat.opposite[i])
         weights = [Expr(f"w[{3 * (i - 1) + k}]", atom=True) for k in range(3)]
-        value = interpolated_bounce(weights, Expr(f"src[{j} * N + o]", atom=True),
-                                    Expr("next", atom=True), Expr(f"src[{i} * N + o]", atom=True),
+        own = [Expr(cuda.pop_load(lat, k, f"src[{k} * N + o]", cfg.store), atom=True)
+               for k in (j, i)]
+        value = interpolated_bounce(weights, own[0], Expr("next", atom=True), own[1],
                                     _ladd(cfg, i) if cfg.moving_walls else 0.0)
+        beyond = cuda.pop_load(lat, j, f"src[{j} * N + (k >= 0 ? k : o)]", cfg.store)
         lines.append(f"{{ const int e = nbr[{i - 1} * N + o]; if (e < 0) {{ "
                      f"const int r = -1 - e; (void)r; const int k = nbr[{j - 1} * N + o]; "
-                     f"const real_t next = src[{j} * N + (k >= 0 ? k : o)]; "
+                     f"const real_t next = {beyond}; "
                      f"f{i} = {value}; }} }}")
     return lines
 
@@ -161,7 +169,8 @@ def _body(cfg: KernelConfig, store: bool, node: str) -> str:
         out += [f"rho_out[at] = {rho};"] + [f"u_out[{a} * N + at] = {ua};"
                                              for a, ua in enumerate(u)]
     write = "__stcs" if cfg.streaming_stores else "store"
-    out += [f"{write}(&dst[{i} * N + at], p{i});" for i in range(q)]
+    out += [f"{write}(&dst[{i} * N + at], {cuda.pop_value(cfg.lattice, i, f'p{i}', cfg.store)});"
+            for i in range(q)]
     return code + "\n" + "\n".join("    " + line for line in out)
 
 
@@ -194,10 +203,10 @@ def _aa_reads(cfg: KernelConfig, parity: str) -> list[str]:
     for i in range(lat.q):
         j = int(lat.opposite[i])
         if parity == "even" or i == 0:
-            lines.append(f"real_t f{i} = f[{i} * N + n];")
+            lines.append(f"real_t f{i} = {cuda.pop_load(lat, i, f'f[{i} * N + n]', cfg.store)};")
             continue
-        text = (f"real_t f{i}; {{ const int e = nbr[{i - 1} * N + n]; "
-                f"f{i} = f[e >= 0 ? {j} * N + e : {i} * N + n];")
+        read = cuda.pop_load(lat, i, f"f[e >= 0 ? {j} * N + e : {i} * N + n]", cfg.store)
+        text = f"real_t f{i}; {{ const int e = nbr[{i - 1} * N + n]; f{i} = {read};"
         if cfg.moving_walls:
             text += f" if (e < 0) {{ const int r = -1 - e; f{i} += {_ladd(cfg, i)}; }}"
         lines.append(text + " }")
@@ -210,17 +219,19 @@ def _aa_writes(cfg: KernelConfig, parity: str) -> list[str]:
     lines = []
     for i in range(lat.q):
         j = int(lat.opposite[i])
+        value = cuda.pop_value(lat, i, f"p{i}", cfg.store)  # w_i = w_ī: either slot
         if parity == "even":
-            lines.append(f"{store}(&f[{j} * N + n], p{i});")
+            lines.append(f"{store}(&f[{j} * N + n], {value});")
             continue
         if i == 0:
-            lines.append(f"{store}(&f[n], p0);")
+            lines.append(f"{store}(&f[n], {value});")
             continue
         # p_i heads for x + c_i = the upstream entry of ī; a wall there sends it back as ī
         text = f"{{ const int k = nbr[{j - 1} * N + n]; real_t v = p{i};"
         if cfg.moving_walls:
             text += f" if (k < 0) {{ const int r = -1 - k; v += {_ladd(cfg, j)}; }}"
-        lines.append(text + f" {store}(k >= 0 ? &f[{i} * N + k] : &f[{j} * N + n], v); }}")
+        v = cuda.pop_value(lat, i, "v", cfg.store)
+        lines.append(text + f" {store}(k >= 0 ? &f[{i} * N + k] : &f[{j} * N + n], {v}); }}")
     return lines
 
 

@@ -12,6 +12,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import collide
 from thelma_py.modules.compute.lbm.sparse import SparseState, fluid_moments
 from thelma_py.nodes import NodeTags
+from thelma_py.store16 import check_state_store, round_trip
 
 
 class NumpySparseLbm(SparseState, ComputeEngine):
@@ -45,7 +46,15 @@ class NumpySparseLbm(SparseState, ComputeEngine):
         self._keep_solid_rho(rho)
         u = self.params.stored_velocity([self.domain.gather(np.asarray(ua, dtype=self.dtype))
                                          for ua in u])
-        self.f = np.array(self.lattice.equilibrium(self.domain.gather(rho), u), dtype=self.dtype)
+        self.f = self._stored(np.array(self.lattice.equilibrium(self.domain.gather(rho), u),
+                                       dtype=self.dtype))
+
+    def _stored(self, f: np.ndarray) -> np.ndarray:
+        """``f`` (Q, N) rounded through the population storage (16-bit: f − w to 16 bits)."""
+        if self.params.store == "fp32":
+            return f
+        w = np.asarray(self.lattice.w, dtype=np.float32).reshape(-1, 1)
+        return round_trip(self.params.store, f, w)
 
     def stream(self, f: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Pull through the neighbour table: pre-collision populations (Q, N) into ``out``."""
@@ -72,6 +81,8 @@ class NumpySparseLbm(SparseState, ComputeEngine):
                                      self.omega_minus, force)
                 for i in range(q):
                     new[i, block] = post[i]
+            if self.params.store != "fp32":
+                new[...] = self._stored(new)
             self.f, self._spare = new, self.f
 
     def fluid_macroscopic(self):
@@ -86,8 +97,10 @@ class NumpySparseLbm(SparseState, ComputeEngine):
         return self.domain.scatter(self.f, 0.0)
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.f.copy(), "solid_rho": self.solid_rho.copy()}
+        return {"f": self.f.copy(), "solid_rho": self.solid_rho.copy(),
+                "store": np.array(self.params.store)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
-        self.f = np.array(self._sparse_f(state), dtype=self.dtype)
+        check_state_store(state, self.params.store)
+        self.f = self._stored(np.array(self._sparse_f(state), dtype=self.dtype))
         self._spare = np.empty_like(self.f)

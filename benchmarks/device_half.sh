@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# 16-bit population storage (issue #19 items 1-2) on one GPU; expected on an H100: tests 1-2 min,
+# bench ~3 min (12 configurations and three largest cubes), accuracy ~2 min. The parts can be
+# run in separate calls:
+#   bash benchmarks/device_half.sh            # all parts
+#   bash benchmarks/device_half.sh tests bench accuracy
+# Writes JSON and logs into $OUT (default ./out) and prints a short summary. Plots, on the CPU
+# afterwards: python benchmarks/half_plot.py OUT/half_accuracy.json --out docs/validation
+set -o pipefail
+export PYTHONUNBUFFERED=1
+out=${OUT:-./out}; mkdir -p "$out"
+parts=${*:-tests bench accuracy}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+for part in $parts; do
+  echo "=== $part $(date +%T)"
+  case $part in
+    tests)  # GPU ≡ NumPy for every 16-bit variant (36 cases, 1-2 min: kernel compilation)
+      THELMA_REQUIRE_GPU=1 timeout 180 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        tests/test_store16.py > "$out/half_gpu_tests.log" 2>&1
+      echo "gpu tests status $?"; tail -n 15 "$out/half_gpu_tests.log";;
+    bench)  # D3Q19 BGK 256^3, pull and AA, periodic and closed box with lid, each store in the
+      # same run; then the largest cube of each store (AA, sized for 80 GB) run for real
+      timeout 270 python3 -m thelma_py.tools.bench --collision bgk --precision float32 \
+        --streaming pull,aa --sizes 256 --cases periodic,cavity --store fp32,fp16s,fp16c \
+        --largest --memory-limit-gb 80 --json "$out/half_bench.json" \
+        | tee "$out/half_bench.log" | tail -n 20;;
+    accuracy)  # format study, cavity Re 100/400/1000 at 256^2, Poiseuille order, TGV 256^3
+      timeout 200 python3 benchmarks/half_accuracy.py formats cavity poiseuille tgv \
+        --device cuda --out "$out/half_accuracy.json" 2>&1 | grep -v Warning \
+        | tee "$out/half_accuracy.log" | tail -n 20;;
+    *) echo "unknown part $part (tests bench accuracy)";;
+  esac
+done

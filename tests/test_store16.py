@@ -1,0 +1,424 @@
+"""16-bit population storage (thelma_py.store16, ``Lbm(store=...)``).
+
+* The formats against independent references: IEEE binary16 against NumPy's float16 cast on
+  millions of float32 bit patterns (subnormals, ties, overflow, ∞, NaN); the 4 + 11 bit format
+  against the nearest code found by search in the exact float64 values of all 65,536 codes.
+* The CUDA kernels with 16-bit storage, compiled for the host (tests/host_cupy.py), against the
+  NumPy engine that rounds through the same format after each step.
+* Physics: Poiseuille flow keeps second order with 16-bit storage; a lid-driven cavity stays
+  within a stated distance of the fp32 run.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.lbm_setups import LATTICES, random_state, walled_geometry
+from thelma_py.backend import select_backend
+from thelma_py.modules.compute.lbm import Lbm
+from thelma_py.store16 import FORMATS, cuda_functions, decode, encode, round_trip
+
+RNG = np.random.default_rng(7)
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 65504.0, 65519.99, 65520.0, 1e30, -1e30, np.inf,
+                    -np.inf, 2.0**-24, 2.0**-25, 3 * 2.0**-26, 2.0**-14, 2.0**-13, 1.9995,
+                    1.99951171875, 1.9998, 2.0, 1e-40, -1e-40, 0.1, -0.05], dtype=np.float32)
+
+
+def samples() -> np.ndarray:
+    """Random float32 bit patterns, small normal values (populations) and special values."""
+    bits = RNG.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32)
+    small = (RNG.standard_normal(500_000) * 10.0 ** RNG.uniform(-8, 0, 500_000))
+    return np.concatenate([bits.view(np.float32), small.astype(np.float32), SPECIAL])
+
+
+def test_fp16s_is_ieee_half_round_to_nearest_even():
+    x = samples()
+    with np.errstate(over="ignore"):
+        reference = x.astype(np.float16)
+    codes = encode(FORMATS["fp16s"], x)
+    nan = np.isnan(x)
+    assert np.array_equal(codes[~nan], reference.view(np.uint16)[~nan])
+    assert np.isnan(decode(FORMATS["fp16s"], codes[nan])).all()
+    every = np.arange(65536, dtype=np.uint16)
+    exact = every.view(np.float16).astype(np.float32)
+    finite = ~np.isnan(exact)
+    assert np.array_equal(decode(FORMATS["fp16s"], every)[finite].view(np.uint32),
+                          exact[finite].view(np.uint32))
+
+
+def test_fp16c_rounds_to_the_nearest_code_ties_to_even():
+    fmt = FORMATS["fp16c"]
+    every = np.arange(65536, dtype=np.uint16)
+    exact = fmt.value(every)  # independent float64 decoding of every code
+    finite = np.isfinite(exact)
+    assert np.array_equal(decode(fmt, every)[finite].astype(np.float64), exact[finite])
+    assert fmt.largest == 1.0 - 2.0**-12 and fmt.smallest_normal == 2.0**-14
+    positive = np.flatnonzero(finite & (every < 0x8000))  # codes 0 .. largest, ascending
+    values = exact[positive]
+    assert np.all(np.diff(values) > 0)
+    x = samples()
+    x = x[np.isfinite(x)]
+    a = np.abs(x.astype(np.float64))
+    k = np.clip(np.searchsorted(values, a), 1, len(values) - 1)
+    lo, hi = values[k - 1], values[k]
+    pick_hi = (a - lo > hi - a) | ((a - lo == hi - a) & (positive[k] % 2 == 0))
+    nearest = np.where(pick_hi, positive[k], positive[k - 1])
+    # above the largest value: the overflow threshold is largest + half a step (→ ∞)
+    half_step = 2.0 ** (fmt.exp_max - 1 - fmt.bias - fmt.man_bits - 1)
+    nearest = np.where(a >= fmt.largest + half_step, fmt.inf_code, nearest)
+    nearest = np.where(a <= values[0], 0, nearest) | np.where(np.signbit(x), 0x8000, 0)
+    assert np.array_equal(encode(fmt, x), nearest.astype(np.uint16))
+    assert np.isnan(decode(fmt, encode(fmt, np.array([np.nan], np.float32)))).all()
+
+
+@pytest.mark.parametrize("store", ["fp16s", "fp16c"])
+def test_generated_c_functions_equal_numpy(tmp_path, store):
+    """The C text of :func:`cuda_functions` compiled for the host, on the same samples."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("g++ is not on PATH")
+    import ctypes
+    import subprocess
+
+    code = ("#include <algorithm>\nusing std::min;\n#define __device__\n"
+            "#define __forceinline__ inline\n" + cuda_functions(FORMATS[store]) +
+            'extern "C" void enc(const float* x, unsigned short* h, long n) '
+            "{ for (long i = 0; i < n; ++i) h[i] = pop_encode(x[i]); }\n"
+            'extern "C" void dec(const unsigned short* h, float* x, long n) '
+            "{ for (long i = 0; i < n; ++i) x[i] = pop_decode(h[i]); }\n")
+    (tmp_path / "f.cpp").write_text(code)
+    subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-o", str(tmp_path / "f.so"),
+                    str(tmp_path / "f.cpp")], check=True)
+    lib = ctypes.CDLL(str(tmp_path / "f.so"))
+    x = samples()
+    h = np.empty(len(x), np.uint16)
+    lib.enc(x.ctypes.data_as(ctypes.c_void_p), h.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_long(len(x)))
+    assert np.array_equal(h, encode(FORMATS[store], x))
+    every = np.arange(65536, dtype=np.uint16)
+    back = np.empty(65536, np.float32)
+    lib.dec(every.ctypes.data_as(ctypes.c_void_p), back.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_long(65536))
+    assert np.array_equal(back.view(np.uint32), decode(FORMATS[store], every).view(np.uint32))
+
+
+def test_store_needs_float32():
+    lattice = LATTICES["D2Q9"]
+    tags = walled_geometry(lattice).evaluate(lattice)
+    cpu = select_backend("cpu")
+    for storage in ("dense", "sparse"):
+        with pytest.raises(ValueError, match="use precision float32"):
+            Lbm(nu=0.04, store="fp16c", storage=storage).create(lattice, tags, cpu,
+                                                                 np.dtype(np.float64))
+    with pytest.raises(ValueError, match="store"):
+        Lbm(nu=0.04, store="fp8")
+
+
+def test_checkpoint_records_the_store_and_refuses_another():
+    lattice = LATTICES["D2Q9"]
+    tags = walled_geometry(lattice).evaluate(lattice)
+    cpu = select_backend("cpu")
+    make = {s: Lbm(nu=0.04, store=s).create(lattice, tags, cpu, np.dtype(np.float32))
+            for s in ("fp32", "fp16s", "fp16c")}
+    make["fp16c"].load_state({"f": random_state(lattice, tags.tags.shape, np.float32)})
+    state = make["fp16c"].state()
+    assert str(state["store"]) == "fp16c"
+    with pytest.raises(ValueError, match="stores populations as fp16c, this run as fp16s"):
+        make["fp16s"].load_state(state)
+    with pytest.raises(ValueError, match="as fp32, this run as fp16c"):
+        make["fp16c"].load_state(make["fp32"].state())
+    make["fp16c"].load_state({"f": state["f"] + 1e-5})  # bare populations: rounded
+    w = np.asarray(lattice.w, np.float32).reshape(-1, 1, 1)
+    assert np.array_equal(make["fp16c"].f, round_trip("fp16c", state["f"] + 1e-5, w))
+    make["fp32"].load_state({**state, "convert": True})  # explicit conversion
+    assert np.array_equal(make["fp32"].f, state["f"])
+
+
+HOST_CASES = [("D2Q9", "bgk", "pull", "fp16s"), ("D2Q9", "trt", "pull", "fp16c"),
+              ("D2Q9", "mrt", "push", "fp16c"), ("D2Q9", "bgk", "aa", "fp16s"),
+              ("D3Q19", "bgk", "pull", "fp16c"), ("D3Q19", "trt", "aa", "fp16c"),
+              ("D3Q19", "mrt", "push", "fp16s")]
+OPEN_CASES = [("D2Q9", "trt", "pull", "fp16c", "zou-he"), ("D2Q9", "mrt", "push", "fp16s",
+                                                            "neighbour"),
+              ("D2Q9", "bgk", "aa", "fp16c", "equilibrium"), ("D2Q9", "trt", "pull", "fp16s",
+                                                              "curved"),
+              ("D3Q19", "mrt", "pull", "fp16c", "curved"), ("D3Q19", "bgk", "pull", "fp16s",
+                                                           "neighbour")]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store"), HOST_CASES)
+def test_host_cuda_16bit_equals_numpy(host_gpu, lattice_name, collision, scheme, store):
+    """Walls at rest and moving (a lid, a moving sphere), TRT with a body force. Pull stores
+    round(f*) as the reference does; push and AA store some populations after Ladd's term is
+    added (round(f* + term) against round(f*) + term), and fp32 arithmetic on either side may
+    differ by an ulp that flips a rounding: the bound is 3 steps of the format at the largest
+    |f − w| (measured: pull bit for bit in D2Q9 and D3Q19, 99.85 % in D3Q27, whose C and
+    NumPy fp32 arithmetic differ in a last bit now and then; push and AA at most 0.9 step
+    after 7 and 13 steps, 47–84 % of values identical), against O(1e-2) for a wrong link."""
+    assert_16bit_equals_numpy(host_gpu, lattice_name, collision, scheme, store, (7, 6))
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store", "geometry"),
+                         OPEN_CASES)
+def test_host_cuda_16bit_open_boundaries_and_curved_bodies_equal_numpy(
+        host_gpu, lattice_name, collision, scheme, store, geometry):
+    """Open faces (Zou-He, equilibrium, outflow and free slip) and interpolated bodies read
+    neighbour populations through the decode: the same bound."""
+    assert_16bit_equals_numpy(host_gpu, lattice_name, collision, scheme, store, (7, 6),
+                              geometry=geometry)
+
+
+GPU_CASES = [(lat, coll, scheme, store) for lat, coll in (("D2Q9", "mrt"), ("D3Q19", "bgk"),
+                                                          ("D3Q19", "trt"), ("D3Q27", "bgk"))
+             for scheme in ("pull", "push", "aa") for store in ("fp16s", "fp16c")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store"), GPU_CASES)
+def test_gpu_16bit_equals_numpy(lattice_name, collision, scheme, store):
+    """The same on the GPU, 120 steps (graph batches included). Fused multiply-adds change
+    fp32 results by an ulp, which flips a 16-bit rounding now and then, and each flip spreads
+    to the neighbours over the steps: the bound is 8 steps of the format, no bit-for-bit
+    fraction (measured on the host after 120 steps: at most 1.1 steps, 45–53 % identical in
+    D3Q19 AA and D3Q27 pull; a wrong link or shift is O(1e-2), hundreds of steps)."""
+    assert_16bit_equals_numpy(select_backend("cuda"), lattice_name, collision, scheme, store,
+                              (73, 47), exact_fraction=None, bound=8.0)
+
+
+SPARSE_CASES = [("D2Q9", "trt", "pull", "fp16c", "zou-he"), ("D2Q9", "bgk", "aa", "fp16s",
+                                                             "walled"),
+                ("D3Q19", "mrt", "pull", "fp16s", "curved"), ("D3Q19", "bgk", "aa", "fp16c",
+                                                             "porous"),
+                ("D3Q19", "trt", "pull", "fp16c", "neighbour")]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store", "geometry"),
+                         SPARSE_CASES)
+def test_host_cuda_16bit_sparse_equals_numpy(host_gpu, lattice_name, collision, scheme, store,
+                                             geometry):
+    """Sparse storage (pull with open faces and curved bodies, AA): the same bound."""
+    assert_16bit_equals_numpy(host_gpu, lattice_name, collision, scheme, store, (7, 6),
+                              geometry=geometry, storage="sparse")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store", "geometry"),
+                         SPARSE_CASES)
+def test_gpu_16bit_sparse_equals_numpy(lattice_name, collision, scheme, store, geometry):
+    assert_16bit_equals_numpy(select_backend("cuda"), lattice_name, collision, scheme, store,
+                              (73, 47), exact_fraction=None, bound=8.0, geometry=geometry,
+                              storage="sparse")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("lattice_name", "collision", "scheme", "store", "geometry"),
+                         OPEN_CASES + [("D3Q19", "trt", "push", "fp16c", "zou-he")])
+def test_gpu_16bit_open_boundaries_and_curved_bodies_equal_numpy(lattice_name, collision,
+                                                                  scheme, store, geometry):
+    assert_16bit_equals_numpy(select_backend("cuda"), lattice_name, collision, scheme, store,
+                              (73, 47), exact_fraction=None, bound=8.0, geometry=geometry)
+
+
+def assert_16bit_equals_numpy(backend, lattice_name, collision, scheme, store, batches,
+                              exact_fraction: float | None = 0.995, geometry: str = "walled",
+                              storage: str = "dense", bound: float = 3.0) -> None:
+    """Both engines from one random state, ``batches`` of steps: every population within
+    ``bound`` steps of the format (at the largest |f − w|) of the reference, and for pull at
+    least ``exact_fraction`` of them bit for bit (None: not checked)."""
+    from tests.test_sparse import GEOMETRIES
+
+    lattice = LATTICES[lattice_name]
+    tags = GEOMETRIES[geometry](lattice).evaluate(lattice)
+    force = (2e-5, -1e-5, 1e-5)[: lattice.d] if collision == "trt" else None
+    params = Lbm(nu=0.04, collision=collision, streaming=scheme, force=force, store=store,
+                 storage=storage)
+    f = random_state(lattice, tags.tags.shape, np.float32)
+    cpu, gpu = (params.create(lattice, tags, b, np.dtype(np.float32))
+                for b in (select_backend("cpu"), backend))
+    for engine in (cpu, gpu):
+        engine.load_state({"f": f})
+    assert gpu.buffers[0].dtype == np.uint16
+    gpu.poison()
+    fluid = tags.fluid
+    stored = slice(None) if storage == "sparse" else fluid  # sparse f is (Q, stored nodes)
+    fmt = FORMATS[store]
+    w = np.asarray(lattice.w, np.float32).reshape(-1, 1)
+    for steps in batches:
+        cpu.step(steps)
+        gpu.step(steps)
+        f_gpu, f_cpu = gpu.state()["f"][:, stored], cpu.f[:, stored]
+        assert np.isfinite(f_gpu).all()
+        step = float(np.abs(f_cpu - w).max()) * 2.0 ** -fmt.man_bits
+        diff = float(np.abs(f_gpu - f_cpu).max())
+        same = float(np.mean(f_gpu == f_cpu))
+        assert diff <= bound * step, (diff, step, same)
+        if scheme == "pull" and exact_fraction is not None:
+            assert same > exact_fraction, (diff, step, same)
+    rho_c, u_c = cpu.macroscopic()
+    rho_g, u_g = (backend.to_host(a) for a in gpu.macroscopic())
+    assert np.abs(rho_g[fluid] - rho_c[fluid]).max() < 1e-3
+    assert np.abs(u_g[:, fluid] - u_c[:, fluid]).max() < 1e-3
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("scheme", ["pull", "aa"])
+def test_16bit_sparse_kernels_compile_with_nvcc(tmp_path, scheme):
+    """Sparse D3Q19 TRT with moving walls (pull: open faces and interpolated links)."""
+    import subprocess
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    kinds = (("OUTFLOW", "+x"), ("VELOCITY", "-x")) if scheme == "pull" else ()
+    source = Lbm(nu=0.04, collision="trt", streaming=scheme, storage="sparse",
+                 store="fp16c").kernel_source(LATTICES["D3Q19"], np.float32, boundaries=kinds,
+                                              interpolated=scheme == "pull")
+    assert "pop_t" in source
+    (tmp_path / "k.cu").write_text(source)
+    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o",
+                             str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("scheme", ["pull", "push", "aa"])
+@pytest.mark.parametrize("store", ["fp16s", "fp16c"])
+def test_16bit_kernels_compile_with_nvcc(tmp_path, scheme, store):
+    """D3Q19 BGK with moving walls, a force, Zou-He faces (pull, push) and interpolated links
+    (pull): nvcc compiles the 16-bit kernels (the PTX
+    conversions of fp16s included). Registers (sm_90, measured): 64–72 against 56–64 in fp32;
+    ``cuda_options={"min_blocks": 8}`` caps them at 64 where occupancy matters."""
+    import re
+    import subprocess
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    lattice = LATTICES["D3Q19"]
+    kinds = (("OUTFLOW", "+x"), ("PRESSURE", "+y"), ("VELOCITY", "-x"))
+    source = Lbm(nu=0.04, streaming=scheme, store=store, force=(1e-5, 0.0, 0.0)).kernel_source(
+        lattice, np.float32, boundaries=kinds if scheme != "aa" else (),
+        interpolated=scheme == "pull")
+    assert "pop_t" in source and ("cvt.rn.f16.f32" in source) == (store == "fp16s")
+    (tmp_path / "k.cu").write_text(source)
+    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "--resource-usage",
+                             "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    used = [int(n) for n in re.findall(r"Used (\d+) registers", result.stdout + result.stderr)]
+    assert used and max(used) <= 80, used
+
+
+def _poiseuille_error(n: int, store: str, tau: float = 1.0, u_max: float = 0.1) -> float:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from half_accuracy import poiseuille_error
+
+    return poiseuille_error(n, store, "cpu", tau=tau, u_max=u_max)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_poiseuille_with_16bit_storage_is_within_the_stagnation_level():
+    """Force-driven channel from rest (D2Q9 BGK, τ = 1, U = 0.1). fp32: second order (the
+    scheme's own error, measured 2.00). 16-bit: rounding loses every per-step change below half
+    a storage step ε|f − w|, so the approach to the steady state stalls where the diffusive
+    change 3 w ν π²/N² δ per step falls below it: δ/U ≈ ε |f − w| N² / (6 π² ν w U) (4.6 % for
+    fp16s, 2.3 % for fp16c at N = 16; measured 1.6 % and 0.8 % more than fp32). The bound is
+    fp32's error plus that level; the order is lost at fine grids and low velocities (see
+    docs/DESIGN.md)."""
+    e32 = [_poiseuille_error(n, "fp32") for n in (8, 16)]
+    assert 1.9 < np.log2(e32[0] / e32[1]) < 2.1
+    nu, w, dev = 1 / 6, 1 / 9, 0.04  # ν at τ = 1, w of the axis links, largest |f − w|
+    for store in ("fp16s", "fp16c"):
+        eps = 2.0 ** -(FORMATS[store].man_bits + 1)  # half a step, relative
+        for n, fp32 in zip((8, 16), e32, strict=True):
+            level = 2 * eps * dev * n**2 / (6 * np.pi**2 * nu * w * 0.1)
+            assert _poiseuille_error(n, store) <= fp32 + level, (store, n, level)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_cavity_with_16bit_storage_stays_near_fp32():
+    """2D cavity 32², Re 100, U = 0.1, 1,500 steps (MRT): the centre-line velocities of each
+    16-bit store against the fp32 run, within the issue's bar of 0.002 U (measured: fp16s
+    9.8e-5 U, fp16c 5.3e-5 U; storing f instead of f − w gives 3.3e-3 U and fails)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from half_accuracy import cavity
+
+    result = cavity(32, 100.0, 0.1, 1500, "cpu")
+    for store in ("fp16s", "fp16c"):
+        s = result["stores"][store]
+        assert max(s["max_du_over_U"], s["max_dv_over_U"]) < 0.002, (store, s["max_du_over_U"])
+    c, s = result["stores"]["fp16c"], result["stores"]["fp16s"]
+    assert max(c["max_du_over_U"], c["max_dv_over_U"]) < max(s["max_du_over_U"],
+                                                             s["max_dv_over_U"])
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize("store", ["fp16s", "fp16c"])
+def test_host_cuda_16bit_ranks_equal_one_domain_bit_for_bit(host_gpu, store):
+    """Three ranks along z (a lid on the cut axis), the overlapped schedule, 16-bit halo
+    layers moved as stored words: the owned nodes equal one domain's bit for bit."""
+    from tests.test_parallel_host_cuda import _Exchanged, decomposed, exchange, geometry
+
+    lattice = LATTICES["D3Q19"]
+    geo = geometry("lid")
+    params = Lbm(nu=0.03, collision="trt", store=store)
+    boxes, ranks, plans, whole = decomposed(params, lattice, geo, (1, 1, 3),
+                                            np.dtype("float32"), host_gpu)
+    assert ranks[0].halo_arrays()[0].dtype == np.uint16
+    for _ in range(5):
+        exchange([rank.halo_arrays()[0] for rank in ranks], plans)
+        for rank in ranks:
+            rank.step_distributed(1, _Exchanged(), overlap=True)
+        whole.step(1)
+    rho, u = (np.array(a) for a in whole.macroscopic())
+    assert np.abs(u).max() > 1e-3
+    fluid = geo.evaluate(lattice).fluid
+    for box, rank in zip(boxes, ranks, strict=True):
+        window = tuple(slice(lo, lo + n)
+                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
+        part_rho, part_u = (np.array(a) for a in rank.macroscopic())
+        owned = fluid[window]
+        np.testing.assert_array_equal(part_rho[box.inner][owned], rho[window][owned])
+        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)][:, owned],
+                                      u[(slice(None), *window)][:, owned])
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("streaming", "store", "plugin_bytes", "periodic_bytes"), [
+    ("pull", "fp32", 2 * 19 * 4 + 16 + 4, 2 * 19 * 4 + 16),
+    ("pull", "fp16c", 2 * 19 * 2 + 16 + 4, 2 * 19 * 2 + 16),
+    ("aa", "fp16s", 19 * 2 + 16 + 4, 19 * 2 + 16)])
+def test_memory_per_node_counts_16bit_populations_and_skips_unread_tags(
+        host_gpu, streaming, store, plugin_bytes, periodic_bytes):
+    """D3Q19: 2 B per stored population; a box without a flagged tile holds no tag array."""
+    from thelma_py.geometry import Geometry
+
+    lattice = LATTICES["D3Q19"]
+    params = Lbm(nu=0.04, streaming=streaming, store=store)
+    assert params.memory_bytes_per_node(lattice, np.float32, host_gpu) == plugin_bytes
+    periodic = Geometry((32, 4, 4), periodic=(True, True, True)).evaluate(lattice)
+    engine = params.create(lattice, periodic, host_gpu, np.dtype(np.float32))
+    assert engine.memory_bytes_per_node == periodic_bytes and engine.tag_words.size == 1
+    f = random_state(lattice, periodic.tags.shape, np.float32)
+    cpu = params.create(lattice, periodic, select_backend("cpu"), np.dtype(np.float32))
+    for e in (engine, cpu):
+        e.load_state({"f": f})
+        e.step(3)
+    assert np.abs(engine.state()["f"] - cpu.f).max() < 1e-4  # steps without the tag array
+    closed = walled_geometry(lattice).evaluate(lattice)
+    engine = params.create(lattice, closed, host_gpu, np.dtype(np.float32))
+    assert engine.memory_bytes_per_node == plugin_bytes
+    assert engine.traffic_bytes_per_node == 2 * 19 * (4 if store == "fp32" else 2)

@@ -125,3 +125,28 @@ def test_closed_box_kernels_compile_with_nvcc(tmp_path, real):
             LATTICES["D3Q19"], np.float32 if real == "float" else np.float64)
         result = compile_cubin(source, tmp_path, f"{scheme}_{real}")
         assert result.returncode == 0, result.stderr[-3000:]
+
+
+@needs_gxx
+@pytest.mark.parametrize("scheme", ["pull", "aa"])
+def test_moving_tiles_with_16_bit_storage_are_bit_identical(host_gpu, scheme):
+    """The default (moving-wall terms only in moving tiles) composes with 16-bit storage."""
+    lattice, tags = _tags("walled")
+    engines = []
+    for moving in (False, True):
+        params = Lbm(nu=0.04, collision="bgk", streaming=scheme, store="fp16c",
+                     cuda_options={"block": 64, "moving_tiles": moving})
+        engine = params.create(lattice, tags, host_gpu, np.dtype(np.float32))
+        engine.load_state({"f": random_state(lattice, tags.tags.shape, np.float32)})
+        engines.append(engine)
+    assert (engines[1].tile_flags == 3).any()
+    for engine in engines:
+        engine.step(3)
+    for key in ("held", "rho", "u"):
+        np.testing.assert_array_equal(engines[1].state()[key], engines[0].state()[key])
+
+
+def test_moving_tiles_default_where_they_run():
+    assert Lbm(nu=0.04).tuning()["moving_tiles"] is True
+    assert Lbm(nu=0.04, storage="sparse").tuning()["moving_tiles"] is False
+    assert Lbm(nu=0.04, cuda_options={"propagation": "shared"}).tuning()["moving_tiles"] is False

@@ -48,8 +48,9 @@ class BenchConfig:
     """LBM dense pull/push: how populations with c_x ≠ 0 cross threads (cuda_options)."""
     wall_launch: str = "fused"
     """LBM dense: wall tiles in the step kernel ('fused') or in their own ('split')."""
-    moving_tiles: bool = False
-    """LBM dense: moving-wall terms only in tiles that touch a moving wall."""
+    moving_tiles: bool | None = None
+    """LBM dense: moving-wall terms only in tiles that touch a moving wall (None: the
+    plug-in's default)."""
     store: str = "fp32"
     """LBM population storage: fp32, or 16 bits (fp16s, fp16c) with fp32 arithmetic."""
 
@@ -62,7 +63,7 @@ class BenchConfig:
             f" les={self.les}" if self.les != "none" else "") + (
             f" {self.propagation}" if self.propagation != "direct" else "") + (
             f" {self.wall_launch}" if self.wall_launch != "fused" else "") + (
-            " moving-tiles" if self.moving_tiles else "") + (
+            {None: "", True: " moving-tiles", False: " all-tiles"}[self.moving_tiles]) + (
             f" {self.store}" if self.store != "fp32" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
@@ -105,8 +106,9 @@ def compute_params(cfg: BenchConfig):
                  "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores,
                                   "propagation": cfg.propagation,
-                                  "wall_launch": cfg.wall_launch,
-                                  "moving_tiles": cfg.moving_tiles}}
+                                  "wall_launch": cfg.wall_launch}}
+        if cfg.moving_tiles is not None:
+            extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
     if cfg.les != "none":
         extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -318,7 +320,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "direct,shared,shuffle")
     parser.add_argument("--wall-launch", type=_words, default=["fused"],
                         help="LBM dense wall-tile launches to sweep: fused,split")
-    parser.add_argument("--moving-tiles", type=_ints, default=[0],
+    parser.add_argument("--moving-tiles", type=_ints, default=None,
                         help="LBM dense: 0,1 to compare moving-wall terms everywhere / only in "
                              "tiles that touch a moving wall")
     parser.add_argument("--storage", type=_words, default=["dense"],
@@ -380,7 +382,8 @@ def run(args: argparse.Namespace) -> int:
         args.compute, args.lattice, args.collision, args.precision, args.streaming, args.sizes,
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
         args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
-        [bool(v) for v in args.moving_tiles], args.store))
+        [None] if args.moving_tiles is None else [bool(v) for v in args.moving_tiles],
+        args.store))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

@@ -88,6 +88,15 @@ class Lbm(RelaxationTime):
     a kernel of their own), moving_tiles (moving-wall terms only in tiles that touch a moving
     wall). Results do not depend on them."""
 
+    def tuning(self) -> dict:
+        """``cuda_options`` with the defaults filled in (``moving_tiles`` on by default where
+        it runs: dense storage with direct propagation)."""
+        options = {**CUDA_OPTIONS, **self.cuda_options}
+        if options["moving_tiles"] is None:
+            options["moving_tiles"] = (self.storage == "dense"
+                                       and options["propagation"] == "direct")
+        return options
+
     @property
     def omega_minus(self) -> float:
         """The model's second run-time rate (TRT's ω⁻)."""
@@ -130,7 +139,7 @@ class Lbm(RelaxationTime):
         from thelma_py.modules.compute.lbm.sparse_kernels import generate_sparse
 
         self.check(lattice)
-        options = {**CUDA_OPTIONS, **self.cuda_options}
+        options = self.tuning()
         # the same configuration (collision, precision, boundaries) drives either layout
         emit = generate_sparse if self.storage == "sparse" else generate
         if self.storage == "sparse" and (options["propagation"], options["wall_launch"],

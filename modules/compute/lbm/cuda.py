@@ -20,7 +20,6 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import (
-    CUDA_OPTIONS,
     MOVING_TILE,
     kernel_names,
     step_args,
@@ -77,7 +76,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                      hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
-        options = {**CUDA_OPTIONS, **params.cuda_options}
+        options = params.tuning()
         self.block = options["block"]
         self.split = options["wall_launch"] == "split"  # bulk and wall tiles launched apart
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, cupy)

@@ -35,7 +35,9 @@ from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
 CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False,
-                "propagation": "direct", "wall_launch": "fused", "moving_tiles": False}
+                "propagation": "direct", "wall_launch": "fused", "moving_tiles": None}
+"""Defaults of ``Lbm.cuda_options``; ``moving_tiles`` None: on where it runs (dense storage,
+direct propagation), as measured faster there (benchmarks/NOTES.md, run 23)."""
 MOVING_TILE = 2
 """Tile flag bit (``moving_tiles``): a wall link of the tile ends on a moving wall."""
 WALL_LAUNCHES = ("fused", "split")

@@ -54,7 +54,7 @@ def test_list_shows_every_kind_with_parameters():
         "results:",
     ]
     assert any(
-        line.startswith("  lbm(nu, collision, les, force, streaming, storage, cuda_options)")
+        line.startswith("  lbm(nu, collision, les, force, streaming, storage, store, cuda_options)")
         for line in lines
     )
     vtk = ("  vtk(path, prefix, every, fields, precision, crop, subsample, writer, compression, "

@@ -246,7 +246,7 @@ def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers
     engine.cp = SimpleNamespace(cuda=_FakeCuda)
     engine.buffers, engine.current, engine._halo_stream = ["A", "B"], 0, None
     engine.scheme = "pull"
-    engine._cut, engine._layers = "planes", layers
+    engine._cut, engine._layers, engine.split = "planes", layers, False
 
     def launch(store, advance=True, rows=None, planes=None):
         assert not advance and rows is None

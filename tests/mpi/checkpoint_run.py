@@ -33,12 +33,14 @@ def gathered(run) -> dict:
     if pieces is None:
         return None
     shape = tuple(reversed(run.shape))
-    whole = {k: np.zeros(v.shape[:v.ndim - len(shape)] + shape, v.dtype) for k, v in state.items()}
+    fields = {k: v for k, v in state.items() if v.ndim}  # 0-d entries (the store) are labels
+    whole = {k: np.zeros(v.shape[:v.ndim - len(shape)] + shape, v.dtype) for k, v in fields.items()}
+    whole.update({k: v for k, v in state.items() if not v.ndim})
     for lower, sub, part in pieces:
         window = tuple(slice(lo, lo + n) for lo, n in zip(reversed(lower), reversed(sub),
                                                           strict=True))
-        for key, value in part.items():
-            whole[key][(Ellipsis, *window)] = value
+        for key in fields:
+            whole[key][(Ellipsis, *window)] = part[key]
     return whole
 
 

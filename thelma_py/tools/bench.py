@@ -322,7 +322,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="LBM dense wall-tile launches to sweep: fused,split")
     parser.add_argument("--moving-tiles", type=_ints, default=None,
                         help="LBM dense: 0,1 to compare moving-wall terms everywhere / only in "
-                             "tiles that touch a moving wall")
+                             "tiles that touch a moving wall (default: the plug-in's own choice, "
+                             "on where it runs)")
     parser.add_argument("--storage", type=_words, default=["dense"],
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],

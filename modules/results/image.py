@@ -50,9 +50,11 @@ from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 VIEWS = ("slice", "3d")
-DENSITY_FLOOR = 1e-6
-"""Narrowest automatic colour range of ρ and p: float32 rounding of ρ ≈ 1 (about 1e-7) stays
-in the middle of the map instead of filling it."""
+DENSITY_FLOOR_ULPS = 256
+"""Narrowest automatic colour range of ρ and p, in units of the field's machine epsilon (3e-5
+in float32, 6e-14 in float64): the rounding noise of ρ ≈ 1 (a few ulps, different on CPU and
+GPU) then moves a pixel by a colour level or two instead of filling the map. A flow at lattice
+Mach number Ma varies ρ by about Ma², far wider than the floor."""
 MAX_SIZE = 16384
 QUEUE_DEPTH = 3
 VOLUME_NODES = 256
@@ -246,8 +248,9 @@ class ImageWriter(Results):
         """(host pixels, lo, hi, colour table) of a 2D field ``values`` (rows up) with node
         kinds ``kind`` (host); the automatic range leaves solid nodes out."""
         mask = _device_like(values, ~np.isin(np.asarray(kind), SOLID_CODES))
-        lo, hi = value_range(values, mask, self.range, signed(self.field, d),
-                             DENSITY_FLOOR if self.field in ("p", "rho") else 1e-12)
+        floor = (DENSITY_FLOOR_ULPS * float(np.finfo(values.dtype).eps)
+                 if self.field in ("p", "rho") else 1e-12)
+        lo, hi = value_range(values, mask, self.range, signed(self.field, d), floor)
         width, height = self._area()
         pixels = slice_pixels(values, kind, lo, hi, self._table(self.field, d), width,
                               height)

@@ -92,12 +92,13 @@ MARCH_SOURCE = r"""
 // Products and sums are rounded one by one (no fused multiply-add), as in the NumPy twin
 // image_raymarch._march_numpy.
 extern "C" __global__ void image_march(const float* value, const unsigned char* solid,
-    float iso, float ex, float ey, float ez, const float* dirs, const float* near,
+    const float* iso_at, float ex, float ey, float ez, const float* dirs, const float* near,
     const float* far, int nx, int ny, int nz, float step, int rays, unsigned char* what,
     int* voxel)
 {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rays) return;
+    const float iso = *iso_at;  // on the device: an automatic level is not read back
     what[r] = 0;
     voxel[r] = -1;
     float dx = dirs[3 * r], dy = dirs[3 * r + 1], dz = dirs[3 * r + 2];
@@ -194,9 +195,9 @@ def march_kernel(cp, value, solid, iso, eye32, d32, step):
     kernel = compile_module(MARCH_SOURCE).get_function("image_march")
     kernel(((rays + BLOCK - 1) // BLOCK,), (BLOCK,),
            (cp.ascontiguousarray(value), cp.ascontiguousarray(solid).view(np.uint8),
-            np.float32(iso), *(np.float32(v) for v in eye32), d, near, far,
-            np.int32(nx), np.int32(ny), np.int32(nz), np.float32(step), np.int32(rays), what,
-            voxel))
+            cp.asarray(iso, dtype=np.float32).reshape(1), *(np.float32(v) for v in eye32), d,
+            near, far, np.int32(nx), np.int32(ny), np.int32(nz), np.float32(step),
+            np.int32(rays), what, voxel))
     return what, voxel
 
 
@@ -255,7 +256,7 @@ def _normals(volume, voxel):
     nz, ny, nx = volume.shape
     z, rest = voxel // (ny * nx), voxel % (ny * nx)
     y, x = rest // nx, rest % nx
-    flat = volume.reshape(-1).astype(xp.float32)
+    flat = volume.reshape(-1).astype(xp.float32, copy=False)
     parts = []
     for coordinate, n, stride in ((x, nx, 1), (y, ny, nx), (z, nz, nx * ny)):
         plus = xp.minimum(coordinate + 1, n - 1)
@@ -268,27 +269,28 @@ def _normals(volume, voxel):
     return xp.where(length > 0, g / xp.where(length > 0, length, 1), 0)
 
 
-def shade(what, voxel, value, solid, colour_rows, table: np.ndarray, directions, width: int,
-          height: int):
-    """RGB uint8 (height, width, 3) of the hits of :func:`march`: iso hits coloured by
-    ``colour_rows`` (a uint8 colour-table row per voxel) through ``table``, solid hits grey,
-    both shaded by a headlight; background elsewhere."""
+def shade(what, voxel, value, solid, colour, lo, hi, table: np.ndarray, directions,
+          width: int, height: int):
+    """RGB uint8 (height, width, 3) of the hits of :func:`march`: iso hits coloured by the
+    volume ``colour`` on the range ``lo``..``hi`` through ``table``, solid hits grey, both
+    shaded by a headlight; background elsewhere. Every ray is shaded and the kind of hit
+    picks the colour afterwards: no array of data-dependent size, so nothing waits for the
+    device. ``solid`` may be given as float32 (0/1) to save a conversion per view."""
+    from thelma_py.modules.results.image_render import colour_indices, device_table
+
     xp = array_module(value)
-    image = xp.empty((what.size, 3), dtype=xp.uint8)
-    image[:] = xp.asarray(BACKGROUND, dtype=xp.uint8)
+    at = xp.maximum(voxel, 0)
     d = xp.asarray(directions, dtype=xp.float32)
-    for code in (1, 2):
-        rays = xp.flatnonzero(what == code)
-        if rays.size == 0:
-            continue
-        hit = voxel[rays]
-        source = value if code == 1 else solid.astype(xp.float32)
-        facing = xp.abs((_normals(source, hit) * d[rays]).sum(axis=1))
+
+    def light(source):
+        facing = xp.abs((_normals(source, at) * d).sum(axis=1))
         facing = xp.where(facing > 0, facing, 1.0)  # no gradient: lit fully
-        light = (AMBIENT + (1 - AMBIENT) * facing)[:, None]
-        if code == 1:
-            base = xp.asarray(table)[colour_rows.reshape(-1)[hit]].astype(xp.float32)
-        else:
-            base = xp.full((rays.size, 3), SOLID_GREY, dtype=xp.float32)
-        image[rays] = xp.clip(xp.floor(base * light + 0.5), 0, 255).astype(xp.uint8)
+        return (AMBIENT + (1 - AMBIENT) * facing)[:, None]
+
+    rows = colour_indices(colour.reshape(-1)[at], lo, hi)
+    iso = device_table(xp, table)[rows].astype(xp.float32) * light(value)
+    grey = SOLID_GREY * light(solid)
+    shaded = xp.clip(xp.floor(xp.where((what == 2)[:, None], grey, iso) + 0.5), 0, 255)
+    background = xp.asarray(BACKGROUND, dtype=xp.uint8)
+    image = xp.where((what == 0)[:, None], background, shaded.astype(xp.uint8))
     return image.reshape(height, width, 3)

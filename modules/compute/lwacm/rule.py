@@ -217,8 +217,8 @@ def strain_and_gradient(lattice: Lattice, fetch: Callable, let: Callable, scale:
             pp, pm = at(shifted(eb, ec)), at(shifted(eb, neg(ec)))
             mp, mm = at(shifted(neg(eb), ec)), at(shifted(neg(eb), neg(ec)))
             mixed = [let(pp[a] - pm[a] - mp[a] + mm[a], f"dd{a}{b}{c}") for a in range(d)]
-            sums[c] = let(sums[c] + dot_list([t(a, b) for a in range(d)], mixed), f"sS{c}_{b}")
-            sums[b] = let(sums[b] + dot_list([t(a, c) for a in range(d)], mixed), f"sS{b}_{c}")
+            sums[c] = let(accumulate(sums[c], [t(a, b) for a in range(d)], mixed), f"sS{c}_{b}")
+            sums[b] = let(accumulate(sums[b], [t(a, c) for a in range(d)], mixed), f"sS{b}_{c}")
     # ∂_c|S| = (2 / |S|) sums[c] / 16 = sums[c] / (√8 √P)
     factor = let(root * (scale / root_of(8.0)), "dS_scale")
     gradient = [let(factor * sums[c], f"dS{c}") for c in range(d)]
@@ -269,6 +269,7 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
         link_shift = slope
     rho0, u0 = upstream(0)
     linear = {}  # w 3(1 − κ), one per weight
+    shifts = {}  # c_i·(3 C_s² ∇|S|), once per pair of opposite links
     rho = None
     j = [0.0] * lattice.d
     for i in range(lattice.q):
@@ -283,7 +284,12 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
             lin = linear[w]
             if link_shift is not None:  # each link its own κ_i = κ + c_i·(3 C_s² ∇|S|)
-                lin = lin - (3.0 * w) * dot(lattice.c[i], link_shift)
+                c = tuple(int(v) for v in lattice.c[i])
+                sign = 1.0 if next(v for v in c if v) > 0 else -1.0
+                key = tuple(int(sign) * v for v in c)
+                if key not in shifts:
+                    shifts[key] = let(dot(key, link_shift), f"dk{i}")
+                lin = lin - (3.0 * w * sign) * shifts[key]
             s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
         rho = s if rho is None else let(rho + s, f"m{i}")
         j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}")
@@ -294,6 +300,13 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     u = [let((ja + kappa * rho0 * ua) * inverse, f"u{'xyz'[a]}")
          for a, (ja, ua) in enumerate(zip(j, u0, strict=True))]
     return rho, add_force(u, let, force)
+
+
+def accumulate(total, a: Sequence, b: Sequence):
+    """total + a_0 b_0 + a_1 b_1 + ..., added one product at a time (one FMA each)."""
+    for x, y in zip(a, b, strict=True):
+        total = total + x * y
+    return total
 
 
 def dot_list(a: Sequence, b: Sequence):

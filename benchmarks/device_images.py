@@ -25,6 +25,8 @@ from thelma_py.solver import compose
 from thelma_py.tools.bench_cases import geometry_for
 
 OUT = Path(os.environ.get("OUT", "out"))
+PICTURES = Path(os.environ.get("THELMA_IMAGES_DIR", OUT))
+"""Where the cost runs write their PNG files (many: keep them out of $OUT on the device)."""
 DRY = os.environ.get("THELMA_IMAGES_DRY") == "1"
 """A CPU check of this script: tiny sizes on NumPy (THELMA_IMAGES_DRY=1)."""
 DEVICE = "cpu" if DRY else "cuda"
@@ -71,7 +73,7 @@ def cost(scheme: str) -> None:
     record = {"scheme": scheme, "size": size, "every": EVERY, "steps": STEPS}
     for label, options in runs.items():
         writer = None if options is None else tp.plugin(
-            "results", "image", path=OUT / f"cost_{scheme}_{label}", every=EVERY, **options)
+            "results", "image", path=PICTURES / f"cost_{scheme}_{label}", every=EVERY, **options)
         solver = compose("D3Q19", geometry, compute(scheme), results=[writer] if writer else [],
                          device=DEVICE, precision="float32", check_every=0)
         seconds, tail = timed(solver, STEPS, writer)

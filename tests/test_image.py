@@ -290,9 +290,11 @@ def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
         geo.wall(Sphere((8.5, 9.5, 7.5), 4.0))
         out = tmp_path / device
         plain = dict(path=out, every=40, size=(160, 120), colorbar=False, label=False)
-        results = [tp.plugin("results", "image", field=f, axis=a, **plain)
-                   for f, a in (("speed", "z"), ("vorticity", "x"), ("q_criterion", "y"),
-                                ("p", "z"))]
+        # the Q slice near the lid (y = 17 of 0..19): mid-height, Q is still ~1e-13 at step
+        # 40, rounding noise whose colours CPU and GPU cannot share
+        results = [tp.plugin("results", "image", field=f, axis=a, position=k, **plain)
+                   for f, a, k in (("speed", "z", None), ("vorticity", "x", None),
+                                   ("q_criterion", "y", 17), ("p", "z", None))]
         results.append(tp.plugin("results", "image", view="3d", field="q_criterion", **plain))
         solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=0.05), device=device,
                             precision=precision, results=results)
@@ -307,26 +309,37 @@ def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
         assert differ < (0.03 if "3d" in name else 0.01), (name, differ)
 
 
-def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu):
+@pytest.mark.parametrize("scene", ["sines", "sparse"])
+def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu, scene):
     """The march kernel, compiled for the host and run thread by thread (tests/host_cupy.py),
-    against the NumPy twin: every ray stops at the same voxel with the same kind of hit, on a
-    smooth scene (iso-surfaces of a sum of sines, met between nodes) with a solid sphere, from
-    an oblique camera."""
+    against the NumPy twin (which samples every step, no skipping): every ray stops at the
+    same voxel with the same kind of hit, from an oblique camera, on a smooth scene
+    (iso-surfaces of a sum of sines, met between nodes) with a solid sphere, and on a sparse
+    one (two small blobs and a small solid in a 40³ box: most 8³ bricks are empty, so rays
+    jump across them; a jump one sample too far changes hits here)."""
     import sys
 
     from thelma_py.modules.results.image_raymarch import _march_numpy, march_kernel
 
     cp = sys.modules["cupy"]
-    solid, _, _ = _sphere_scene(radius=5.0, n=20)
-    z, y, x = np.mgrid[:20, :20, :20]
-    value = (np.sin(0.7 * x) + np.sin(0.5 * y) + np.sin(0.6 * z)).astype(np.float32)
-    camera = Camera.orbit((20, 20, 20), azimuth=37, elevation=-21, distance=0.8, fov=50)
+    if scene == "sines":
+        n, iso = 20, 1.5
+        solid, _, _ = _sphere_scene(radius=5.0, n=n)
+        z, y, x = np.mgrid[:n, :n, :n]
+        value = (np.sin(0.7 * x) + np.sin(0.5 * y) + np.sin(0.6 * z)).astype(np.float32)
+    else:
+        n, iso = 40, 0.5
+        z, y, x = np.mgrid[:n, :n, :n]
+        value = sum(np.exp(-((x - a) ** 2 + (y - b) ** 2 + (z - c) ** 2) / 30.0)
+                    for a, b, c in ((12.3, 20.7, 17.1), (27.6, 15.2, 24.9))).astype(np.float32)
+        solid = (x - 20) ** 2 + (y - 28) ** 2 + (z - 10) ** 2 <= 25
+    camera = Camera.orbit((n, n, n), azimuth=37, elevation=-21, distance=0.8, fov=50)
     eye, directions = camera.rays(48, 36)
     eye32, d32 = eye.astype(np.float32), directions.astype(np.float32)
-    what, voxel = _march_numpy(value, solid, np.float32(1.5), eye32, d32, np.float32(0.5))
-    got_what, got_voxel = march_kernel(cp, cp.asarray(value), cp.asarray(solid), 1.5, eye32,
+    what, voxel = _march_numpy(value, solid, np.float32(iso), eye32, d32, np.float32(0.5))
+    got_what, got_voxel = march_kernel(cp, cp.asarray(value), cp.asarray(solid), iso, eye32,
                                        d32, 0.5)
-    assert min((what == k).sum() for k in (0, 1, 2)) > 50
+    assert min((what == k).sum() for k in (0, 1, 2)) > 20
     np.testing.assert_array_equal(got_what.get(), what)
     np.testing.assert_array_equal(got_voxel.get(), voxel)
 

@@ -32,7 +32,7 @@ from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.subgrid import Smagorinsky, subgrid_model
-from thelma_py.tags import NodeKind, TagLayout
+from thelma_py.tags import OPEN_KINDS, NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
 
 MAX_NU = 1.0 / 6.0
@@ -105,12 +105,15 @@ class LwacmParameters(RelaxationTime):
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
         kinds = {NodeKind(int(k)) for k in np.unique(tags.kind)}
-        unsupported = sorted(k.name for k in kinds - {NodeKind.FLUID, NodeKind.WALL}
-                             if not (k.is_open and boundary_rule(k).lwacm))
+        supported = {NodeKind.FLUID, NodeKind.WALL} | {k for k in OPEN_KINDS
+                                                         if boundary_rule(k).lwacm}
+        unsupported = sorted(k.name for k in kinds - supported)
         if unsupported:
-            raise ValueError(f"LW-ACM handles walls (at rest or moving) and periodic axes, not the "
-                             f"open-boundary kinds {unsupported}; use compute 'lbm' for inlets, "
-                             "outlets, outflow and free slip")
+            names = ", ".join(sorted(k.name.lower() for k in supported - {NodeKind.FLUID}))
+            raise ValueError(f"LW-ACM has no rule for the node kinds {unsupported}; it handles "
+                             f"{names} (staircase walls: declare bodies without "
+                             "interpolated=True) and periodic axes; use compute 'lbm' for the "
+                             "others")
         dtype = np.dtype(dtype)
         if backend.is_gpu:
             from thelma_py.modules.compute.lwacm import cuda

@@ -1,14 +1,15 @@
 """Open-boundary links of the LW-ACM plug-ins (NumPy reference; the CUDA arms are generated
-from the same table, :mod:`.open_kernels`).
+from the same rules, :mod:`.open_kernels`).
 
 An open node (a kind of ``thelma_py.tags.OPEN_TABLE``) is updated like a fluid node; where the
 upstream node x − c_i of one of its links lies beyond its own open face(s) (c_i · n < 0 for a
 face of outward normal n) and nowhere else, the upstream record is the ghost
-:data:`.rule.OPEN_GHOSTS` of its kind, built from the record and boundary row of the mirror point (:class:`OpenLinks`). Links
-that also cross another face (a wall face at an edge, :func:`tangential`) or end in a solid node
-stay wall links. :class:`OpenLinks` finds those links, clears
-their bits in a copy of the tags (so :class:`~thelma_py.modules.compute.lbm.layouts.WallLinks`
-of that copy holds the wall links only) and computes the ghosts.
+:data:`.rule.OPEN_GHOSTS` of its kind, built from the record and boundary row of the mirror
+point x − c_t (:class:`OpenLinks`). Links that also cross another face (a wall face at an
+edge, :func:`tangential`) or end in a solid node stay wall links. :class:`OpenLinks` finds the
+open links, clears their bits in a copy of the tags (so
+:class:`~thelma_py.modules.compute.lbm.layouts.WallLinks` of that copy holds the wall links
+only) and computes the ghosts.
 """
 
 from __future__ import annotations

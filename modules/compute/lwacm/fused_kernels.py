@@ -32,7 +32,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.codegen.tag_tables import any_per_tile
 from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
-from thelma_py.modules.compute.lwacm import rule
+from thelma_py.modules.compute.lwacm import open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
 from thelma_py.tags import LINK_SHIFT
 
@@ -49,6 +49,9 @@ ARGS = KernelArgs("lwacm single step", [
 """Arguments of ``lwacm_fused_step`` (``node_t``: records of four reals): the record buffers
 and the row and plane ranges are given at each launch, the rest is held by the engine
 (:class:`.cuda.CudaLwacmFused`)."""
+OPEN_ARGS = KernelArgs("lwacm single step with open boundaries", [
+    *ARGS.lines, [Arg("open_table", "const int*"), Arg("open_values", "const real_t*")]])
+"""The same with the open-boundary tables (:mod:`.open_kernels`)."""
 
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
@@ -148,11 +151,12 @@ PATHS = ("bulk", "rest", "moving")
 """The three instantiations of the update: no tag read, walls at rest, moving walls."""
 
 
-def _update(lattice, force, path: str, les=None) -> str:
+def _update(lattice, force, path: str, les=None, arms=()) -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
-    wall's velocity)."""
+    wall's velocity); with ``arms`` (an open node) the links crossing its open face take the
+    ghosts of :mod:`.open_kernels`."""
     axes = AXES[: lattice.d]
     march = lattice.d - 1
     em = Emitter()
@@ -179,7 +183,12 @@ def _update(lattice, force, path: str, les=None) -> str:
             rho_g, u_g = rule.wall_ghost(rho0, u0, velocity)
             assign = " ".join([f"r{i} = {rho_g};"]
                               + [f"v{ax}{i} = {ug};" for ax, ug in zip(axes, u_g, strict=True)])
-            em.raw(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
+            code = open_kernels.link_code(
+                lattice, arms, i, open_kernels.ring_reader(lattice),
+                lambda r, v: " ".join([f"r{i} = {r};"] + [
+                    f"v{ax}{i} = {ug};" for ax, ug in zip(axes, v, strict=True)]),
+                f"{setup}{assign}") if arms else None
+            em.raw(code or f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
         return Expr(f"r{i}", atom=True), [Expr(f"v{ax}{i}", atom=True) for ax in axes]
 
     rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force, les)
@@ -191,10 +200,22 @@ def _update(lattice, force, path: str, les=None) -> str:
     return em.code(16)
 
 
+def _open_branch(lattice, force, les, arms, moving_walls: bool) -> str:
+    """``else if`` arm of a flagged tile for an open node (nothing without ``arms``)."""
+    if not arms:
+        return ""
+    path = "moving" if moving_walls else "rest"
+    head = "\n".join(" " * 20 + line for line in open_kernels.HEADER)
+    return (" else if ((tag & TAG_KIND_MASK) != KIND_WALL) {\n" + head + "\n"
+            + _update(lattice, force, path, les, arms) + "\n" + " " * 16 + "}")
+
+
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
-           les=None) -> str:
+           les=None, arms=()) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
-    ``__launch_bounds__``, 0 for none)."""
+    ``__launch_bounds__``, 0 for none; ``arms``: the (kind, face) open boundaries present)."""
+    open_branch = _open_branch(lattice, force, les, arms, moving_walls)
+    args = OPEN_ARGS if arms else ARGS
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -208,10 +229,10 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
 {_update(lattice, force, "moving", les)}
-                }}
+                }}{open_branch}
 """ if moving_walls else "")
     return f"""
-{ARGS.signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
+{args.signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -272,7 +293,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
 {_update(lattice, force, "rest", les)}
-                }}
+                }}{open_branch}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step

@@ -183,6 +183,8 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
                                        self.dtype)
         self.f = np.zeros((lattice.q, *self.shape), dtype=self.dtype)
         self.j = np.zeros((lattice.d, *self.shape), dtype=self.dtype)
+        self.halo_fields = bool(self.open)
+        """Open links read all f* of a neighbour (:func:`open_fields`): whole nodes travel."""
 
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)

@@ -140,3 +140,19 @@ def test_interpolated_bodies_refused_with_what_is_supported(scheme):
     geometry.body(tp.geometry.Sphere((8.0, 6.0), 2.5), interpolated=True)
     with pytest.raises(ValueError, match="INTERPOLATED.*handles.*free_slip.*velocity.*wall"):
         tp.compose("D2Q9", geometry, tp.plugin("compute", scheme, nu=0.05), device="cpu")
+
+
+def test_nu_above_the_lwacm_limit_advises_the_right_way():
+    """ν = U N / Re = 0.05 · 64 / 10 = 0.32 > 1/6: the advice must lower ν (a smaller lattice
+    velocity or fewer nodes), never raise U or refine (both raise ν)."""
+    params = tp.units.from_reynolds(10.0, 64, 0.05)
+    assert params.nu > 1 / 6
+    with pytest.raises(ValueError) as error:
+        tp.plugin("compute", "lwacm-fused", nu=params.nu)
+    message = str(error.value)
+    assert "\n" not in message
+    assert "smaller lattice velocity" in message and "fewer nodes" in message
+    for wrong in ("raise", "refine", "finer", "higher resolution"):
+        assert wrong not in message.lower()
+    # following the advice works: half the velocity halves ν
+    tp.plugin("compute", "lwacm-fused", nu=tp.units.from_reynolds(10.0, 64, 0.025).nu)

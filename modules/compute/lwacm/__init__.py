@@ -44,8 +44,9 @@ def _check_lwacm_nu(instance, attribute, value):
     check_nu(instance, attribute, value)
     if value > MAX_NU * (1.0 + 1e-12):
         raise ValueError(f"nu = {value} gives omega = {1.0 / (3.0 * value + 0.5):.3f}; LW-ACM is "
-                         f"stable only for omega >= 1, i.e. nu <= 1/6. Lower nu = U N / Re: a "
-                         "smaller lattice velocity U or fewer nodes N per length.")
+                         "stable only for omega >= 1, i.e. nu <= 1/6. Lower nu = U N / Re: a "
+                         "smaller lattice velocity U at the same resolution N (or fewer nodes N "
+                         "per length); or use compute 'lbm', which takes any nu > 0")
 
 
 @attrs.frozen(kw_only=True)

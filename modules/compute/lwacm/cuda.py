@@ -37,6 +37,7 @@ from thelma_py.modules.compute.lwacm.kernels import (
 from thelma_py.modules.compute.lwacm.reference import (
     CheckedState,
     TwoStepSizes,
+    fstar_array,
     fused_block,
     fused_chunk,
     fused_traffic,
@@ -91,6 +92,11 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         module = compile_module(self.source)
         self.kernels = {store: module.get_function(name)
                         for store, name in kernel_names(self.scheme).items()}
+
+    @property
+    def force_tags(self) -> NodeTags:
+        """Tags for the momentum-exchange forces (wall rows scaled by 1 − κ)."""
+        return two_step_wall_tags(self.tags, self.params.kappa)
 
     def distribute(self, box) -> None:
         """Run on the grown box of ``box`` (a :class:`thelma_py.parallel.RankBox`): the
@@ -161,6 +167,10 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
                               dst=self.buffers[1 - self.current])
         self.kernels[store](grid, (TWO_STEP_BLOCK, 1, 1), args)
         self.current = 1 - self.current
+
+    def canonical(self):
+        """The current f* buffer (Q, *S), for the momentum-exchange forces."""
+        return self.buffers[self.current]
 
     def halo_arrays(self) -> list:
         """The current f* buffer (Q, *S): its crossing populations fill the ghost layers before
@@ -250,6 +260,12 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         """Views (ρ of shape S, u of shape (D, *S)) of the current records."""
         held = self.buffers[self.current]
         return held[..., 0], self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0)
+
+    def canonical(self):
+        """f* (Q, *S) rebuilt from the current records (a temporary of Q values per node),
+        for the momentum-exchange forces."""
+        rho, u = self.macroscopic()
+        return fstar_array(self.lattice, rho, u, self.kappa, self.cp)
 
     def halo_arrays(self) -> list:
         """The current records as one field of (1, *S, 4): on a z cut a layer is contiguous

@@ -100,6 +100,13 @@ def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
     return attrs.evolve(tags, bc_table=table)
 
 
+def fstar_array(lattice: Lattice, rho, u, kappa, xp):
+    """f* (Q, *S) of every node from ρ (S) and u (D, *S) (NumPy or CuPy arrays)."""
+    usq = sum(ua * ua for ua in u)
+    return xp.stack([rule.fstar_i(lattice, i, rho, list(u), usq, kappa)
+                     for i in range(lattice.q)])
+
+
 def open_fields(lattice: Lattice, f, kappa) -> tuple:
     """ρ = Σ_i f*_i and u = Σ_i c_i f*_i / ((1 − κ) ρ) of every node, flat, from f* alone
     (the odd part of f* is (1 − κ) ρ u): what the two-step open links read of their mirror
@@ -166,6 +173,12 @@ class _NumpyBase(CheckedState, ComputeEngine):
         u.reshape(self.lattice.d, -1)[:, self.solid] = 0
         return rho, u
 
+    @property
+    def force_tags(self) -> NodeTags:
+        """Tags for the momentum-exchange forces: wall rows scaled by 1 − κ, so Ladd's term
+        there is the two-step moving-wall term (:func:`two_step_wall_tags`)."""
+        return two_step_wall_tags(self.tags, self.params.kappa)
+
     def _keep_solid(self, new: np.ndarray, old: np.ndarray) -> None:
         if len(self.solid):
             k = new.shape[0]
@@ -219,6 +232,10 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
         """ρ = Σ_i f*_i and u = j / ρ of the current state (new arrays). Solid nodes keep their
         initial f*, so ρ > 0 there too; a node with ρ = 0 reports u = 0, not NaN."""
         return macroscopic_from(self.f, self.j)
+
+    def canonical(self) -> np.ndarray:
+        """The stored f* (Q, *S): what the momentum-exchange forces sum over wall links."""
+        return self.f
 
     def state(self) -> dict[str, np.ndarray]:
         return {"f": self.f.copy(), "j": self.j.copy()}
@@ -299,6 +316,11 @@ class NumpyLwacmFused(_NumpyBase):
 
     def macroscopic(self):
         return self.w[0], self.w[1:]
+
+    def canonical(self) -> np.ndarray:
+        """f* = f^(e) − κ f^(e,o) (Q, *S) of the records: the populations each node sends to
+        its neighbours (the momentum-exchange forces sum them over the wall links)."""
+        return fstar_array(self.lattice, self.w[0], self.w[1:], self.kappa, np)
 
     def halo_arrays(self) -> list[np.ndarray]:
         """The records (1 + D, *S) whose ghost layers a distributed run fills before each step

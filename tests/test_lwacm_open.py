@@ -195,3 +195,19 @@ def test_cylinder_drag_matches_lbm_on_the_same_grid():
     assert measured["c_D"] == pytest.approx(6.028, rel=0.03)
     assert measured["dp"] == pytest.approx(0.1178, rel=0.03)
     assert 0.005 < measured["c_L"] < 0.02
+
+
+def test_bench_slip_obstacles_case_runs_on_lwacm():
+    """The bench case of the issue's bar: inlet −z, outlet +z, free-slip sides (faces and
+    edges), a sphere of diameter size/4; both LW-ACM schemes build it and step."""
+    from thelma_py.tools.bench_cases import geometry_for
+
+    geometry = geometry_for("slip-obstacles", 16, 3)
+    kinds = {kind for kind, _ in geometry.evaluate(tp.lattice.lattice_by_name("D3Q19"))
+             .open_kinds}
+    assert kinds == {"VELOCITY", "PRESSURE", "FREE_SLIP"}
+    for scheme in SCHEMES:
+        solver = tp.compose("D3Q19", geometry, tp.plugin("compute", scheme, nu=0.02),
+                            device="cpu", precision="float32")
+        solver.run(5)
+        assert np.isfinite(np.asarray(solver.velocity())).all()

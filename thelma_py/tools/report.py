@@ -29,8 +29,8 @@ import numpy as np
 import thelma_py as tp
 from thelma_py.backend import select_backend
 from thelma_py.cases import channel, cylinder, cylinder_2d2, poiseuille, sphere_wake, taylor_green
-from thelma_py.cases import open_channel
 from thelma_py.cases import lid_driven_cavity as cavity
+from thelma_py.cases import open_channel as open_flows
 from thelma_py.cases.reference import TGV_REFERENCE, load_ghia, load_tgv_reference
 from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.lattice import D2Q9
@@ -462,14 +462,14 @@ def lwacm_open_section(size: str, device: str) -> Section:
     sizes = (8, 16) if size == "small" else (8, 16, 32)
     flows_ = {
         "parabolic inlet + pressure outlet": (
-            lambda n: open_channel.build_channel(n, device=device), 4,
-            lambda s, n: open_channel.channel_error(s, 0.4 / n, n)),
+            lambda n: open_flows.build_channel(n, device=device), 4,
+            lambda s, n: open_flows.channel_error(s, 0.4 / n, n)),
         "pressure inlet + pressure outlet": (
-            lambda n: open_channel.build_duct(n, dim=2, device=device), 4,
-            lambda s, n: open_channel.duct_error(s, 0.4 / n)),
+            lambda n: open_flows.build_duct(n, dim=2, device=device), 4,
+            lambda s, n: open_flows.duct_error(s, 0.4 / n)),
         "wall + free slip, body force": (
-            lambda n: open_channel.build_half_channel(n, device=device), 8,
-            lambda s, n: open_channel.half_channel_error(s, 0.4 / n)),
+            lambda n: open_flows.build_half_channel(n, device=device), 8,
+            lambda s, n: open_flows.half_channel_error(s, 0.4 / n)),
     }
     rows, checks = [], []
     for name, (build, times, error) in flows_.items():

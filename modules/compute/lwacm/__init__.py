@@ -12,6 +12,20 @@ boundary conditions (:func:`.rule.wall_ghost`): where x − c_i is solid, the up
 the ghost ρ_g = ρ(x) (zero normal density/pressure gradient) and u_g = 2 u_w − u(x) (Dirichlet
 velocity u_w at the link midpoint, u_w the velocity of the boundary row of that solid node).
 
+Open boundaries (velocity and equilibrium inlets, pressure and equilibrium outlets, outflow, free
+slip on faces, edges and corners), both schemes: the open node is updated like a fluid node, and
+a link whose upstream node lies beyond its open face takes a ghost record (ρ_g, u_g) at
+x − c_i — the single step as its upstream record, the two-step scheme as the pulled
+f*_i(ρ_g, u_g). The boundary sits at the link midpoint, as the walls do; the ghost is the
+kind's rule (:data:`.rule.OPEN_GHOSTS`) applied to the mirror point x − c_t, the reflection of
+x − c_i across the face (:mod:`.open_links`, CUDA arms :mod:`.open_kernels`).
+
+Forces on bodies (``forces`` results): momentum exchange on the wall links, as LBM, with f*
+as the populations a node sends (stored by the two-step scheme, rebuilt from ρ, u by the
+single step: ``canonical()``) and Ladd's term scaled by 1 − κ (``force_tags``): exact for the
+two-step bounce-back; for the single step exact at walls at rest (its ghost u_g = −u returns
+f*_ī(x) on the link), to first order in the wall speed at moving walls.
+
 The update rule is in :mod:`.rule`, the NumPy references in :mod:`.reference`, the CUDA
 generator in :mod:`.kernels` and the CUDA engines in :mod:`.cuda`. The config-script switch is
 one word: ``tp.plugin("compute", "lwacm", nu=...)`` or ``"lwacm-fused"`` instead of ``"lbm"``.

@@ -200,21 +200,22 @@ def _update(lattice, force, path: str, les=None, arms=()) -> str:
     return em.code(16)
 
 
-def _open_branch(lattice, force, les, arms, moving_walls: bool) -> str:
-    """``else if`` arm of a flagged tile for an open node (nothing without ``arms``)."""
+def _flagged(lattice, force, les, arms, path: str) -> str:
+    """The update of a node in a flagged tile: fluid nodes only, or, with ``arms``, fluid and
+    open nodes through one instantiation (the open links are branches inside it, so a warp
+    holding a face's boundary nodes does not run two updates)."""
     if not arms:
-        return ""
-    path = "moving" if moving_walls else "rest"
+        return ("                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {\n"
+                + _update(lattice, force, path, les) + "\n                }")
     head = "\n".join(" " * 20 + line for line in open_kernels.HEADER)
-    return (" else if ((tag & TAG_KIND_MASK) != KIND_WALL) {\n" + head + "\n"
-            + _update(lattice, force, path, les, arms) + "\n" + " " * 16 + "}")
+    return ("                if ((tag & TAG_KIND_MASK) != KIND_WALL) {\n" + head + "\n"
+            + _update(lattice, force, path, les, arms) + "\n                }")
 
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
            les=None, arms=()) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none; ``arms``: the (kind, face) open boundaries present)."""
-    open_branch = _open_branch(lattice, force, les, arms, moving_walls)
     args = OPEN_ARGS if arms else ARGS
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
@@ -227,9 +228,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     px, py = fused_block(lattice, rows)
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
-                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "moving", les)}
-                }}{open_branch}
+{_flagged(lattice, force, les, arms, "moving")}
 """ if moving_walls else "")
     return f"""
 {args.signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
@@ -291,9 +290,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 {_update(lattice, force, "bulk", les)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
-                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "rest", les)}
-                }}{open_branch}
+{_flagged(lattice, force, les, arms, "rest")}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step

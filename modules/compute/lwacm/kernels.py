@@ -11,7 +11,8 @@ the update rule in :mod:`.rule` (the functions the NumPy references run).
 * ``fused`` (single step): ρ, u live in global memory as 4-value records (ρ, u_x, u_y, u_z),
   16-byte aligned in fp32; blocks march through the domain plane by plane with a ring of planes
   in shared memory (:mod:`.fused_kernels`). Halo cells beyond a non-periodic face are not read:
-  the wall links there take :func:`.rule.wall_ghost` values instead.
+  the wall links there take :func:`.rule.wall_ghost` values instead, and the links of open
+  nodes the ghosts of :data:`.rule.OPEN_GHOSTS` (:mod:`.open_kernels`).
 
 Tags are read only in 32-node tiles flagged by :func:`thelma_py.codegen.tag_tables.tile_flags`,
 as for LBM. The

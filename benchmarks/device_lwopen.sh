@@ -3,7 +3,7 @@
 #   bash benchmarks/device_lwopen.sh [tests] [bench] [st]           (default: all three)
 # tests: the GPU = NumPy tests of the open arms (tests/test_gpu_lwacm_open.py, D2Q9 and D3Q19:
 #        16 cases, ~1 min; D3Q27 too with: pytest -m gpu tests/test_gpu_lwacm_open.py)
-# bench: thelma bench D3Q19 fp32, 256^3, lbm (bgk aa) and lwacm-fused on periodic, obstacles and
+# bench: thelma bench D3Q19 fp32, 256^3, lbm (bgk pull, aa; free slip refuses aa) and lwacm-fused on periodic, obstacles and
 #        slip-obstacles (inlet -z, outlet +z, free-slip sides, sphere D = 64) (~60 s);
 # st:    Schaefer-Turek 2D-1 at 40 nodes per diameter: lbm (interpolated and staircase cylinder),
 #        lwacm and lwacm-fused (staircase): c_D, c_L, dp, steps, MLUPS (110 s budget).
@@ -26,7 +26,7 @@ for part in "${parts[@]}"; do
       echo "gpu tests status $?"; tail -n 5 "$out/lwopen_gpu_tests.log";;
     bench)
       timeout 120 python3 -m thelma_py.tools.bench --compute lbm,lwacm-fused --lattice D3Q19 \
-        --collision bgk --streaming aa --precision float32 --sizes 256 \
+        --collision bgk --streaming pull,aa --precision float32 --sizes 256 \
         --cases periodic,obstacles,slip-obstacles --json "$out/bench_lwopen.json" \
         > "$out/bench_lwopen.log" 2>&1
       echo "bench status $?"; tail -n 12 "$out/bench_lwopen.log";;

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 
-def bench_bars(path: Path) -> dict:
-    if not path.exists():
-        return {"error": f"{path} missing"}
-    rows = [r for r in json.loads(path.read_text()).get("results", []) if "mlups" in r]
-    out = {f"{r['compute']} {r.get('streaming', '')} {r['case']}".replace("  ", " "):
-           round(r["mlups"]) for r in rows}
+def bench_bars(*paths: Path) -> dict:
+    if not paths[0].exists():
+        return {"error": f"{paths[0]} missing"}
+    rows = [r for path in paths if path.exists()
+            for r in json.loads(path.read_text()).get("results", []) if "mlups" in r]
+    out = {f"{r['compute']} {r.get('streaming', '')} {r['case']} mb{r.get('min_blocks', 0)}"
+           .replace("  ", " "): round(r["mlups"]) for r in rows}
     best = {}
     for r in rows:
         key = (r["compute"], r["case"])
@@ -50,7 +51,8 @@ def st_bars(path: Path) -> dict:
 
 def main() -> None:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "out")
-    summary = {"bench": bench_bars(folder / "bench_lwopen.json"),
+    summary = {"bench": bench_bars(folder / "bench_lwopen.json",
+                                   folder / "bench_lwopen_mb4.json"),
                "schaefer_turek": st_bars(folder / "st_lwopen.json")}
     (folder / "lwopen_summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))

@@ -53,7 +53,7 @@ def cylinder_drag(solver: tp.Solver) -> float:
 def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
           collision: str = "trt", radius_offset: float = 0.0, interpolated: bool = True,
           tolerance: float | None = 1e-6, results: Sequence = (), device: str = "auto",
-          precision: str = "float64") -> tp.Solver:
+          precision: str = "float64", compute: str = "lbm") -> tp.Solver:
     """Channel of (22 n + 1) x 4.1 n nodes with the cylinder; Re = U D / ν with the mean
     inflow speed U = 2 u_max / 3 (``u_max`` None: 1/n).
 
@@ -63,7 +63,9 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
     staircase. The flow starts from the inflow profile at every node. With ``tolerance``, the
     run stops once the drag is steady: 40 values 8 n steps apart (two periods of the slowest
     acoustic mode, a quarter wave along the channel, about 152 n steps) within that relative
-    spread. ``results`` are added to the run.
+    spread. ``results`` are added to the run. ``compute``: "lbm" (with ``collision``), or
+    "lwacm" / "lwacm-fused" (staircase cylinder only, ``interpolated=False``; their inlet and
+    outlet sit half a spacing beyond the end nodes, so the channel is one spacing longer).
     """
     ny = round(4.1 * n)
     if abs(ny - 4.1 * n) > 1e-9:
@@ -83,13 +85,14 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
     body = geometry.body(tp.geometry.Cylinder((2.0 * n, 2.0 * n - 0.5), n / 2.0 + radius_offset),
                          interpolated=interpolated)
     assert body == CYLINDER_ID
-    compute = tp.plugin("compute", "lbm", nu=nu, collision=collision)
+    options = {"collision": collision} if compute == "lbm" else {}
+    scheme = tp.plugin("compute", compute, nu=nu, **options)
     # start from the inflow profile everywhere: an impulsive start from rest sends pressure
     # waves of δρ ≈ 0.2 that the outlet does not absorb at τ ≈ 0.52 (Re = 100, n = 10)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=inflow)
     own = [] if tolerance is None else [tp.plugin("results", "steady", quantity=cylinder_drag,
                                                   every=8 * n, window=40, tolerance=tolerance)]
-    return tp.compose("D2Q9", geometry, compute, init=init, results=[*own, *results],
+    return tp.compose("D2Q9", geometry, scheme, init=init, results=[*own, *results],
                       device=device, precision=precision)
 
 

@@ -289,15 +289,16 @@ def test_traffic_and_memory_per_node():
 
 
 @pytest.mark.parametrize("name", ["lwacm", "lwacm-fused"])
-def test_open_boundary_kinds_are_refused_with_the_alternative(name):
-    """LW-ACM has no open-boundary rules: an inlet must be refused, not silently skipped."""
+def test_kinds_without_a_rule_are_refused_with_the_alternative(name):
+    """LW-ACM has no interpolated walls (open boundaries it has, tests/test_lwacm_open.py): a
+    body declared interpolated must be refused, not silently taken as a staircase."""
     from thelma_py.backend import select_backend
-    from thelma_py.geometry import Geometry
+    from thelma_py.geometry import Geometry, Sphere
     from thelma_py.lattice import D2Q9
     from thelma_py.registry import create
 
-    geo = Geometry((12, 8), periodic=(False, False))
-    geo.inlet("-x", velocity=(0.02, 0.0))
+    geo = Geometry((12, 8), periodic=(True, False))
+    geo.body(Sphere((6.0, 4.0), 2.0), interpolated=True)
     tags = geo.evaluate(D2Q9)
     with pytest.raises(ValueError, match="use compute 'lbm'"):
         create("compute", name, nu=0.05).create(D2Q9, tags, select_backend("cpu"), np.float64)

@@ -122,6 +122,8 @@ def build_engine(cfg: BenchConfig, backend, uniform: bool = False):
     params = compute_params(cfg)
     dtype = np.dtype(cfg.precision)
     engine = params.create(lattice, tags, backend, dtype)
+    if cfg.min_blocks and hasattr(engine, "retune"):  # LW-ACM single step: its own bounds
+        engine.retune(min_blocks=cfg.min_blocks)
     shape = tags.tags.shape
     if uniform:
         xp = backend.xp

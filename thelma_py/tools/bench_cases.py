@@ -14,12 +14,13 @@ from pathlib import Path
 
 from thelma_py.geometry import domain
 
-CASES = ("periodic", "cavity", "shell", "probe", "obstacles", "porous")
+CASES = ("periodic", "cavity", "shell", "probe", "obstacles", "slip-obstacles", "porous")
 """periodic: fully periodic box; cavity: closed box, walls beyond the faces, moving lid;
 shell: the same box with a one-node solid shell stored in the lattice and a moving lid layer;
 probe: periodic box with one solid node (runs the wall-aware kernel with one flagged tile);
 obstacles: channel along the last axis (z, or y in 2D) with a Zou-He velocity inlet, a pressure
-outlet, walls beyond the other faces and a sphere (disc) of diameter size/4; porous: periodic
+outlet, walls beyond the other faces and a sphere (disc) of diameter size/4; slip-obstacles: the
+same with free-slip side faces (their edges too; the LW-ACM bar of issue #18); porous: periodic
 box of random overlapping solid spheres at a given fluid fraction, MLUPS counted over fluid
 nodes (:mod:`thelma_py.tools.bench_porous`)."""
 
@@ -41,7 +42,7 @@ def geometry_for(case: str, size: int, dim: int, fluid_fraction: float = 0.3
         geo = domain.periodic_box(shape)
         geo.wall(domain.Box([size // 2] * dim, [size // 2] * dim))
         return geo
-    if case == "obstacles":
+    if case in ("obstacles", "slip-obstacles"):
         from thelma_py.geometry.shapes import Sphere
 
         # flow along the last axis: its faces hold whole warps of boundary nodes (on an x
@@ -51,6 +52,9 @@ def geometry_for(case: str, size: int, dim: int, fluid_fraction: float = 0.3
         flow[-1] = 0.05
         geo.inlet(f"-{top[1]}", velocity=flow)
         geo.outlet(top, rho=1.0)
+        if case == "slip-obstacles":
+            for face in ("-x", "+x", "-y", "+y")[: 2 * (dim - 1)]:
+                geo.free_slip(face)
         geo.body(Sphere([size / 2 - 0.5] * (dim - 1) + [size / 4], size / 8))
         return geo
     if case == "shell":

@@ -174,7 +174,8 @@ class BoundaryRule:
     sparse: bool = True
     """Runs with storage='sparse' (pull)."""
     lwacm: bool = False
-    """Runs with the LW-ACM plug-ins (their state has no populations to rebuild: none does)."""
+    """Runs with the LW-ACM plug-ins (they take a ghost record beyond the face instead of
+    rebuilding populations: ``modules/compute/lwacm/rule.py``, ``OPEN_GHOSTS``)."""
 
     def __attrs_post_init__(self) -> None:
         if (self.local is None) == (self.sources is None):
@@ -191,14 +192,14 @@ class BoundaryRule:
 
 
 RULES: dict[NodeKind, BoundaryRule] = {rule.kind: rule for rule in (
-    BoundaryRule(NodeKind.VELOCITY, local=velocity_rule),
-    BoundaryRule(NodeKind.PRESSURE, local=pressure_rule),
+    BoundaryRule(NodeKind.VELOCITY, local=velocity_rule, lwacm=True),
+    BoundaryRule(NodeKind.PRESSURE, local=pressure_rule, lwacm=True),
     BoundaryRule(NodeKind.EQUILIBRIUM_VELOCITY,
-                 local=functools.partial(velocity_rule, equilibrium=True)),
+                 local=functools.partial(velocity_rule, equilibrium=True), lwacm=True),
     BoundaryRule(NodeKind.EQUILIBRIUM_PRESSURE,
-                 local=functools.partial(pressure_rule, equilibrium=True)),
-    BoundaryRule(NodeKind.OUTFLOW, sources=outflow_sources),
-    BoundaryRule(NodeKind.FREE_SLIP, sources=free_slip_sources, edges=True),
+                 local=functools.partial(pressure_rule, equilibrium=True), lwacm=True),
+    BoundaryRule(NodeKind.OUTFLOW, sources=outflow_sources, lwacm=True),
+    BoundaryRule(NodeKind.FREE_SLIP, sources=free_slip_sources, edges=True, lwacm=True),
 )}
 """The open-boundary rules of the LBM plug-in, one record per node kind."""
 

@@ -114,6 +114,8 @@ class MomentumExchange:
 
 def forces(engine, bodies=None) -> dict[int, np.ndarray]:
     """Momentum-exchange force on each body of an LBM engine (NumPy or CUDA), by boundary id.
+    LW-ACM engines give their f* (``canonical()``) and the wall rows of their moving-wall
+    term (``force_tags``): the same sum (``modules/compute/lwacm/__init__.py``).
 
     ``bodies`` limits the ids reported (default: every id that owns a wall link, 0 included:
     the walls at rest). Built once per engine and cached on it. On a
@@ -123,7 +125,8 @@ def forces(engine, bodies=None) -> dict[int, np.ndarray]:
     local = engine if box is None else engine.engine
     exchange = getattr(engine, "_momentum_exchange", None)
     if exchange is None:
-        exchange = MomentumExchange(local.lattice, local.tags, local.dtype, local.backend.xp,
+        tags = getattr(local, "force_tags", local.tags)  # LW-ACM: its scaled wall rows
+        exchange = MomentumExchange(local.lattice, tags, local.dtype, local.backend.xp,
                                     owned=None if box is None else box.inner)
         if box is not None:  # every rank must agree on refreshing the ghost layers
             from thelma_py.parallel import allreduce

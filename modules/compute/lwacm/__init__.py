@@ -12,6 +12,20 @@ boundary conditions (:func:`.rule.wall_ghost`): where x − c_i is solid, the up
 the ghost ρ_g = ρ(x) (zero normal density/pressure gradient) and u_g = 2 u_w − u(x) (Dirichlet
 velocity u_w at the link midpoint, u_w the velocity of the boundary row of that solid node).
 
+Open boundaries (velocity and equilibrium inlets, pressure and equilibrium outlets, outflow, free
+slip on faces, edges and corners), both schemes: the open node is updated like a fluid node, and
+a link whose upstream node lies beyond its open face takes a ghost record (ρ_g, u_g) at
+x − c_i — the single step as its upstream record, the two-step scheme as the pulled
+f*_i(ρ_g, u_g). The boundary sits at the link midpoint, as the walls do; the ghost is the
+kind's rule (:data:`.rule.OPEN_GHOSTS`) applied to the mirror point x − c_t, the reflection of
+x − c_i across the face (:mod:`.open_links`, CUDA arms :mod:`.open_kernels`).
+
+Forces on bodies (``forces`` results): momentum exchange on the wall links, as LBM, with f*
+as the populations a node sends (stored by the two-step scheme, rebuilt from ρ, u by the
+single step: ``canonical()``) and Ladd's term scaled by 1 − κ (``force_tags``): exact for the
+two-step bounce-back; for the single step exact at walls at rest (its ghost u_g = −u returns
+f*_ī(x) on the link), to first order in the wall speed at moving walls.
+
 The update rule is in :mod:`.rule`, the NumPy references in :mod:`.reference`, the CUDA
 generator in :mod:`.kernels` and the CUDA engines in :mod:`.cuda`. The config-script switch is
 one word: ``tp.plugin("compute", "lwacm", nu=...)`` or ``"lwacm-fused"`` instead of ``"lbm"``.
@@ -32,7 +46,7 @@ from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.subgrid import Smagorinsky, subgrid_model
-from thelma_py.tags import NodeKind, TagLayout
+from thelma_py.tags import OPEN_KINDS, NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
 
 MAX_NU = 1.0 / 6.0
@@ -44,8 +58,9 @@ def _check_lwacm_nu(instance, attribute, value):
     check_nu(instance, attribute, value)
     if value > MAX_NU * (1.0 + 1e-12):
         raise ValueError(f"nu = {value} gives omega = {1.0 / (3.0 * value + 0.5):.3f}; LW-ACM is "
-                         f"stable only for omega >= 1, i.e. nu <= 1/6. Lower nu = U N / Re: a "
-                         "smaller lattice velocity U or fewer nodes N per length.")
+                         "stable only for omega >= 1, i.e. nu <= 1/6. Lower nu = U N / Re: a "
+                         "smaller lattice velocity U at the same resolution N (or fewer nodes N "
+                         "per length); or use compute 'lbm', which takes any nu > 0")
 
 
 @attrs.frozen(kw_only=True)
@@ -105,12 +120,15 @@ class LwacmParameters(RelaxationTime):
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
         kinds = {NodeKind(int(k)) for k in np.unique(tags.kind)}
-        unsupported = sorted(k.name for k in kinds - {NodeKind.FLUID, NodeKind.WALL}
-                             if not (k.is_open and boundary_rule(k).lwacm))
+        supported = {NodeKind.FLUID, NodeKind.WALL} | {k for k in OPEN_KINDS
+                                                         if boundary_rule(k).lwacm}
+        unsupported = sorted(k.name for k in kinds - supported)
         if unsupported:
-            raise ValueError(f"LW-ACM handles walls (at rest or moving) and periodic axes, not the "
-                             f"open-boundary kinds {unsupported}; use compute 'lbm' for inlets, "
-                             "outlets, outflow and free slip")
+            names = ", ".join(sorted(k.name.lower() for k in supported - {NodeKind.FLUID}))
+            raise ValueError(f"LW-ACM has no rule for the node kinds {unsupported}; it handles "
+                             f"{names} (staircase walls: declare bodies without "
+                             "interpolated=True) and periodic axes; use compute 'lbm' for the "
+                             "others")
         dtype = np.dtype(dtype)
         if backend.is_gpu:
             from thelma_py.modules.compute.lwacm import cuda

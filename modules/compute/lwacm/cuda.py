@@ -26,9 +26,10 @@ from thelma_py.codegen.tag_tables import edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lwacm import fused_kernels, rule
+from thelma_py.modules.compute.lwacm import fused_kernels, open_links, rule
 from thelma_py.modules.compute.lwacm.kernels import (
     TWO_STEP_ARGS,
+    TWO_STEP_OPEN_ARGS,
     LwacmKernelConfig,
     generate,
     kernel_names,
@@ -36,6 +37,7 @@ from thelma_py.modules.compute.lwacm.kernels import (
 from thelma_py.modules.compute.lwacm.reference import (
     CheckedState,
     TwoStepSizes,
+    fstar_array,
     fused_block,
     fused_chunk,
     fused_traffic,
@@ -67,7 +69,7 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
-            les=params.les)
+            les=params.les, boundaries=open_links.arms(tags))
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -75,6 +77,9 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         self.tile_flags = xp.asarray(tile_flags(tags))
         self.edge_bc = xp.asarray(edge_table(tags))
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
+        values = tags.open_values if len(tags.open_values) else np.zeros((1, 4))
+        self.open_table = xp.asarray(tags.open_table.astype(np.int32).reshape(-1))
+        self.open_values = xp.asarray(values.astype(self.dtype).reshape(-1))
         self.kappa = self.dtype.type(params.kappa)
         self.current = 0
         self.phase = "post-even"  # the graph cache keys on (current, phase)
@@ -87,6 +92,11 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         module = compile_module(self.source)
         self.kernels = {store: module.get_function(name)
                         for store, name in kernel_names(self.scheme).items()}
+
+    @property
+    def force_tags(self) -> NodeTags:
+        """Tags for the momentum-exchange forces (wall rows scaled by 1 − κ)."""
+        return two_step_wall_tags(self.tags, self.params.kappa)
 
     def distribute(self, box) -> None:
         """Run on the grown box of ``box`` (a :class:`thelma_py.parallel.RankBox`): the
@@ -106,10 +116,13 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         xp = self.cp
         wall_tags = two_step_wall_tags(tags, params.kappa)
         self.bc = xp.asarray(wall_tags.bc_table.astype(self.dtype).reshape(-1))
-        self.args = TWO_STEP_ARGS.bind(real_t=self.dtype, tag_t=tags.tags.dtype)
+        args = TWO_STEP_OPEN_ARGS if self.config.boundaries else TWO_STEP_ARGS
+        self.args = args.bind(real_t=self.dtype, tag_t=tags.tags.dtype)
         q = lattice.q
         self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(2)]
         self.j = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
+        self.halo_fields = bool(self.config.boundaries)
+        """Open links read all f* of a neighbour: distributed runs then exchange whole nodes."""
 
     def initialize(self, rho, u) -> None:
         xp, lat = self.cp, self.lattice
@@ -155,6 +168,10 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         self.kernels[store](grid, (TWO_STEP_BLOCK, 1, 1), args)
         self.current = 1 - self.current
 
+    def canonical(self):
+        """The current f* buffer (Q, *S), for the momentum-exchange forces."""
+        return self.buffers[self.current]
+
     def halo_arrays(self) -> list:
         """The current f* buffer (Q, *S): its crossing populations fill the ghost layers before
         each step (a node reads only its own j, so j is never exchanged)."""
@@ -183,8 +200,8 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
-        self.args = fused_kernels.ARGS.bind(real_t=self.dtype, node_t=self.dtype,
-                                            tag_t=tags.tags.dtype)
+        args = fused_kernels.OPEN_ARGS if self.config.boundaries else fused_kernels.ARGS
+        self.args = args.bind(real_t=self.dtype, node_t=self.dtype, tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
@@ -243,6 +260,12 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         """Views (ρ of shape S, u of shape (D, *S)) of the current records."""
         held = self.buffers[self.current]
         return held[..., 0], self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0)
+
+    def canonical(self):
+        """f* (Q, *S) rebuilt from the current records (a temporary of Q values per node),
+        for the momentum-exchange forces."""
+        rho, u = self.macroscopic()
+        return fstar_array(self.lattice, rho, u, self.kappa, self.cp)
 
     def halo_arrays(self) -> list:
         """The current records as one field of (1, *S, 4): on a z cut a layer is contiguous

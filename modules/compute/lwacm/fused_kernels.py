@@ -32,7 +32,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.codegen.tag_tables import any_per_tile
 from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
-from thelma_py.modules.compute.lwacm import rule
+from thelma_py.modules.compute.lwacm import open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
 from thelma_py.tags import LINK_SHIFT
 
@@ -49,6 +49,9 @@ ARGS = KernelArgs("lwacm single step", [
 """Arguments of ``lwacm_fused_step`` (``node_t``: records of four reals): the record buffers
 and the row and plane ranges are given at each launch, the rest is held by the engine
 (:class:`.cuda.CudaLwacmFused`)."""
+OPEN_ARGS = KernelArgs("lwacm single step with open boundaries", [
+    *ARGS.lines, [Arg("open_table", "const int*"), Arg("open_values", "const real_t*")]])
+"""The same with the open-boundary tables (:mod:`.open_kernels`)."""
 
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
@@ -183,11 +186,12 @@ PATHS = ("bulk", "rest", "moving")
 """The three instantiations of the update: no tag read, walls at rest, moving walls."""
 
 
-def _update(lattice, force, path: str, les=None) -> str:
+def _update(lattice, force, path: str, les=None, arms=()) -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
-    wall's velocity)."""
+    wall's velocity); with ``arms`` (an open node) the links crossing its open face take the
+    ghosts of :mod:`.open_kernels`."""
     axes = AXES[: lattice.d]
     march = lattice.d - 1
     em = Emitter()
@@ -218,7 +222,12 @@ def _update(lattice, force, path: str, les=None) -> str:
             rho_g, u_g = rule.wall_ghost(rho0, u0, velocity)
             assign = " ".join([f"r{k} = {rho_g};"]
                               + [f"v{ax}{k} = {ug};" for ax, ug in zip(axes, u_g, strict=True)])
-            em.raw(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
+            code = open_kernels.link_code(
+                lattice, arms, i, open_kernels.ring_reader(lattice),
+                lambda r, v: " ".join([f"r{k} = {r};"] + [
+                    f"v{ax}{k} = {ug};" for ax, ug in zip(axes, v, strict=True)]),
+                f"{setup}{assign}") if arms else None
+            em.raw(code or f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
         return Expr(f"r{k}", atom=True), [Expr(f"v{ax}{k}", atom=True) for ax in axes]
 
     rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force, les)
@@ -230,10 +239,24 @@ def _update(lattice, force, path: str, les=None) -> str:
     return em.code(16)
 
 
+def _flagged(lattice, force, les, arms, path: str) -> str:
+    """The update of a node in a flagged tile: fluid nodes only, or, with ``arms``, fluid and
+    open nodes through one instantiation (the open links are branches inside it, so a warp
+    holding a face's boundary nodes does not run two updates)."""
+    if not arms:
+        return ("                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {\n"
+                + _update(lattice, force, path, les) + "\n                }")
+    head = "\n".join(" " * 20 + line for line in open_kernels.HEADER)
+    return ("                if ((tag & TAG_KIND_MASK) != KIND_WALL) {\n" + head + "\n"
+            + _update(lattice, force, path, les, arms) + "\n                }")
+
+
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
-           les=None) -> str:
+           les=None, arms=()) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
-    ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``)."""
+    ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``arms``: the
+    (kind, face) open boundaries present)."""
+    args = OPEN_ARGS if arms else ARGS
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -245,15 +268,13 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     px, py = fused_block(lattice, rows)
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
-                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "moving", les)}
-                }}
+{_flagged(lattice, force, les, arms, "moving")}
 """ if moving_walls else "")
     bounds = cuda.launch_bounds(px * py, min_blocks)
     if les is not None and not min_blocks:
         bounds = f"__launch_bounds__({px * py}, LES_MIN_BLOCKS)"
     return ("" if les is None else LES_HELPERS) + f"""
-{ARGS.signature("lwacm_fused_step", bounds)}
+{args.signature("lwacm_fused_step", bounds)}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -312,9 +333,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 {_update(lattice, force, "bulk", les)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
-                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "rest", les)}
-                }}
+{_flagged(lattice, force, les, arms, "rest")}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step

@@ -11,7 +11,8 @@ the update rule in :mod:`.rule` (the functions the NumPy references run).
 * ``fused`` (single step): ρ, u live in global memory as 4-value records (ρ, u_x, u_y, u_z),
   16-byte aligned in fp32; blocks march through the domain plane by plane with a ring of planes
   in shared memory (:mod:`.fused_kernels`). Halo cells beyond a non-periodic face are not read:
-  the wall links there take :func:`.rule.wall_ghost` values instead.
+  the wall links there take :func:`.rule.wall_ghost` values instead, and the links of open
+  nodes the ghosts of :data:`.rule.OPEN_GHOSTS` (:mod:`.open_kernels`).
 
 Tags are read only in 32-node tiles flagged by :func:`thelma_py.codegen.tag_tables.tile_flags`,
 as for LBM. The
@@ -26,7 +27,7 @@ from thelma_py.codegen import cuda
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm.collision import wall_momentum
-from thelma_py.modules.compute.lwacm import fused_kernels, rule
+from thelma_py.modules.compute.lwacm import fused_kernels, open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_rows
 
 SCHEMES = ("two-step", "fused")
@@ -40,6 +41,9 @@ TWO_STEP_ARGS = KernelArgs("lwacm two-step", [
 ])
 """Arguments of ``lwacm_step``: the f* buffers are given at each launch, the rest is held by
 the engine (:class:`.cuda.CudaLwacm`)."""
+TWO_STEP_OPEN_ARGS = KernelArgs("lwacm two-step with open boundaries", [
+    *TWO_STEP_ARGS.lines, [Arg("open_table", "const int*"), Arg("open_values", "const real_t*")]])
+"""The same with the open-boundary tables (:mod:`.open_kernels`)."""
 
 
 @attrs.frozen
@@ -57,6 +61,11 @@ class LwacmKernelConfig(cuda.KernelConfig):
 
     les: object = None
     """The subgrid model (:mod:`thelma_py.subgrid`), its constant baked in."""
+
+    boundaries: tuple = attrs.field(default=(), converter=lambda v: tuple(sorted(
+        (str(k), str(f)) for k, f in v)))
+    """(node kind name, face) pairs of the open boundaries present (:mod:`.open_kernels`);
+    () for none: the kernels are then those without open boundaries, text for text."""
 
     @property
     def plane_rows(self) -> int:
@@ -102,11 +111,23 @@ def _two_step_kernel(cfg: LwacmKernelConfig) -> str:
             "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)];"]
     head += loads
     head += [f"const real_t j{ax}0 = j_s[{a} * N + n];" for a, ax in enumerate(axes)]
+    arms = cfg.boundaries
+    skip = "!= KIND_FLUID" if not arms else "== KIND_WALL"
     head += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
-             "if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
+             f"if ((tag & TAG_KIND_MASK) {skip}) return;"] + fixups
+    if arms:  # open nodes: the links crossing their face pull f*_i of the ghost record
+        read, links = open_kernels.fstar_reader(lat), []
+        for i in range(1, lat.q):
+            code = open_kernels.link_code(lat, arms, i, read,
+                                          open_kernels.fstar_assign(lat, i), "")
+            if code:
+                links.append("    " + code)
+        head += ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) {"]
+        head += ["    " + line for line in open_kernels.HEADER] + links + ["}"]
     tail = [f"j_s[{a} * N + n] = {ja};" for a, ja in enumerate(j)]
     tail += [f"dst[{i} * N + n] = p{i};" for i in range(lat.q)]
-    signature = TWO_STEP_ARGS.signature("lwacm_step", cuda.launch_bounds(cfg.block))
+    args = TWO_STEP_OPEN_ARGS if arms else TWO_STEP_ARGS
+    signature = args.signature("lwacm_step", cuda.launch_bounds(cfg.block))
     return (f"{signature}\n{{\n{cuda.prologue()}\n{_indent(head)}\n{em.code(4)}\n"
             f"{_indent(tail)}\n}}\n")
 
@@ -120,5 +141,5 @@ def generate(cfg: LwacmKernelConfig) -> str:
         rows = cfg.plane_rows
         parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS,
                   fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
-                                       cfg.min_blocks, cfg.les)]
+                                       cfg.min_blocks, cfg.les, cfg.boundaries)]
     return "\n".join(parts)

@@ -17,6 +17,7 @@ from thelma_py.compute import ComputeEngine
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
+from thelma_py.modules.compute.lwacm.open_links import OpenLinks
 from thelma_py.nodes import NodeTags
 
 
@@ -99,6 +100,25 @@ def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
     return attrs.evolve(tags, bc_table=table)
 
 
+def fstar_array(lattice: Lattice, rho, u, kappa, xp):
+    """f* (Q, *S) of every node from ρ (S) and u (D, *S) (NumPy or CuPy arrays)."""
+    usq = sum(ua * ua for ua in u)
+    return xp.stack([rule.fstar_i(lattice, i, rho, list(u), usq, kappa)
+                     for i in range(lattice.q)])
+
+
+def open_fields(lattice: Lattice, f, kappa) -> tuple:
+    """ρ = Σ_i f*_i and u = Σ_i c_i f*_i / ((1 − κ) ρ) of every node, flat, from f* alone
+    (the odd part of f* is (1 − κ) ρ u): what the two-step open links read of their mirror
+    points, since a node's j is updated in place by its own thread while others run."""
+    q = lattice.q
+    flat = f.reshape(q, -1)
+    rho = flat.sum(axis=0)
+    scale = 1.0 / ((1.0 - kappa) * rho)
+    u = [(lattice.c[:, a].astype(f.dtype) @ flat) * scale for a in range(lattice.d)]
+    return rho, u
+
+
 class TwoStepSizes:
     """Traffic and memory of the two-step scheme, for its NumPy and CUDA engines alike."""
 
@@ -138,7 +158,8 @@ class _NumpyBase(CheckedState, ComputeEngine):
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         self.params, self.lattice, self.tags, self.backend, self.dtype = (
             params, lattice, tags, backend, np.dtype(dtype))
-        self.walls = layouts.WallLinks(lattice, tags, self.dtype)
+        self.open = OpenLinks(lattice, tags, self.dtype)
+        self.walls = layouts.WallLinks(lattice, self.open.tags, self.dtype)
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape
         self.kappa = self.dtype.type(params.kappa)
@@ -151,6 +172,12 @@ class _NumpyBase(CheckedState, ComputeEngine):
             raise ValueError(f"u has shape {u.shape}, expected {(self.lattice.d, *self.shape)}")
         u.reshape(self.lattice.d, -1)[:, self.solid] = 0
         return rho, u
+
+    @property
+    def force_tags(self) -> NodeTags:
+        """Tags for the momentum-exchange forces: wall rows scaled by 1 − κ, so Ladd's term
+        there is the two-step moving-wall term (:func:`two_step_wall_tags`)."""
+        return two_step_wall_tags(self.tags, self.params.kappa)
 
     def _keep_solid(self, new: np.ndarray, old: np.ndarray) -> None:
         if len(self.solid):
@@ -165,10 +192,12 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
 
     def __init__(self, params, lattice, tags, backend, dtype):
         super().__init__(params, lattice, tags, backend, dtype)
-        self.walls = layouts.WallLinks(lattice, two_step_wall_tags(tags, params.kappa),
+        self.walls = layouts.WallLinks(lattice, two_step_wall_tags(self.open.tags, params.kappa),
                                        self.dtype)
         self.f = np.zeros((lattice.q, *self.shape), dtype=self.dtype)
         self.j = np.zeros((lattice.d, *self.shape), dtype=self.dtype)
+        self.halo_fields = bool(self.open)
+        """Open links read all f* of a neighbour (:func:`open_fields`): whole nodes travel."""
 
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
@@ -180,6 +209,8 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
         lat = self.lattice
         for _ in range(n):
             streamed = layouts.stream(lat, self.walls, self.f)
+            if self.open:
+                self._open_links(streamed)
             _, _, j, post = rule.two_step(lat, list(streamed), list(self.j), self.kappa,
                                           identity_let, self.force, self.params.les)
             f = np.array(post, dtype=self.dtype)
@@ -188,10 +219,23 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
             self._keep_solid(j, self.j)
             self.f, self.j = f, j
 
+    def _open_links(self, streamed: np.ndarray) -> None:
+        """The pulled f*_i of the open links: f*_i of the ghost record (:mod:`.open_links`)."""
+        rho, u = open_fields(self.lattice, self.f, self.kappa)
+        for i in self.open.links:
+            for flat, rho_g, u_g in self.open.ghosts(i, rho, u):
+                usq = sum(ua * ua for ua in u_g)
+                streamed[i].reshape(-1)[flat] = rule.fstar_i(self.lattice, i, rho_g, u_g, usq,
+                                                              self.kappa)
+
     def macroscopic(self):
         """ρ = Σ_i f*_i and u = j / ρ of the current state (new arrays). Solid nodes keep their
         initial f*, so ρ > 0 there too; a node with ρ = 0 reports u = 0, not NaN."""
         return macroscopic_from(self.f, self.j)
+
+    def canonical(self) -> np.ndarray:
+        """The stored f* (Q, *S): what the momentum-exchange forces sum over wall links."""
+        return self.f
 
     def state(self) -> dict[str, np.ndarray]:
         return {"f": self.f.copy(), "j": self.j.copy()}
@@ -251,6 +295,13 @@ class NumpyLwacmFused(_NumpyBase):
             view[0, flat] = rho_g
             for a, ua in enumerate(u_g):
                 view[1 + a, flat] = ua
+        if i in self.open.links:
+            here = w.reshape(len(w), -1)
+            view = up.reshape(len(w), -1)
+            for flat, rho_g, u_g in self.open.ghosts(i, here[0], list(here[1:])):
+                view[0, flat] = rho_g
+                for a, ua in enumerate(u_g):
+                    view[1 + a, flat] = ua
         return up[0], list(up[1:])
 
     def step(self, n: int = 1) -> None:
@@ -265,6 +316,11 @@ class NumpyLwacmFused(_NumpyBase):
 
     def macroscopic(self):
         return self.w[0], self.w[1:]
+
+    def canonical(self) -> np.ndarray:
+        """f* = f^(e) − κ f^(e,o) (Q, *S) of the records: the populations each node sends to
+        its neighbours (the momentum-exchange forces sum them over the wall links)."""
+        return fstar_array(self.lattice, self.w[0], self.w[1:], self.kappa, np)
 
     def halo_arrays(self) -> list[np.ndarray]:
         """The records (1 + D, *S) whose ghost layers a distributed run fills before each step

@@ -327,3 +327,58 @@ def wall_ghost(rho, u: Sequence, wall_velocity: Sequence | None):
     if wall_velocity is None:
         return rho, [-ua for ua in u]
     return rho, [2.0 * w - ua for w, ua in zip(wall_velocity, u, strict=True)]
+
+
+# -- open boundaries: ghost records beyond an open face -----------------------------------------
+
+def inlet_ghost(rho, u: Sequence, value: Sequence, inner, mirror: Sequence[int] = ()):
+    """Velocity inlet: u_b (``value[:D]``) at the link midpoint, u_g = 2 u_b − u(x); density
+    extrapolated linearly from the node and its inner neighbour x − n, ρ_g = 2 ρ(x) − ρ(x − n)
+    (``inner``), so the pressure gradient that drives the flow holds up to the face."""
+    return 2.0 * rho - inner, [2.0 * w - ua for w, ua in zip(value[: len(u)], u, strict=False)]
+
+
+def outlet_ghost(rho, u: Sequence, value: Sequence, inner, mirror: Sequence[int] = ()):
+    """Pressure outlet: ρ_b (``value[3]``) at the link midpoint, ρ_g = 2 ρ_b − ρ(x), and zero
+    normal velocity gradient, u_g = u(x)."""
+    return 2.0 * value[3] - rho, list(u)
+
+
+def outflow_ghost(rho, u: Sequence, value: Sequence, inner, mirror: Sequence[int] = ()):
+    """Outflow: zero velocity gradient, u_g = u(x); density extrapolated linearly,
+    ρ_g = 2 ρ(x) − ρ(x − n) (a zero density gradient would halve the pressure gradient at the
+    last node and bend the profile there)."""
+    return 2.0 * rho - inner, list(u)
+
+
+def free_slip_ghost(rho, u: Sequence, value: Sequence, inner, mirror: Sequence[int] = ()):
+    """Free slip at the link midpoint: the node mirrored across each face the link crosses
+    (axes ``mirror``): u_g,n = −u_n (no flux), u_g,t = u_t (no shear), ρ_g = ρ(x)."""
+    return rho, [-ua if a in mirror else ua for a, ua in enumerate(u)]
+
+
+OPEN_GHOSTS: dict[str, Callable] = {
+    "VELOCITY": inlet_ghost, "EQUILIBRIUM_VELOCITY": inlet_ghost,
+    "PRESSURE": outlet_ghost, "EQUILIBRIUM_PRESSURE": outlet_ghost,
+    "OUTFLOW": outflow_ghost, "FREE_SLIP": free_slip_ghost,
+}
+"""Ghost record (ρ_g, u_g) by open node kind: ``ghost(ρ(x), u(x), value, ρ(x − n), mirror)``
+with ``value`` the node's boundary row (u_x, u_y, u_z, ρ), x − n its inner neighbour along the
+face normal and ``mirror`` the axes of the faces the link crosses. Both LW-ACM schemes use it
+where x − c_i lies beyond the node's own open face(s): the single step as the upstream record,
+the two-step scheme as the pulled f*_i = :func:`fstar_i` (ρ_g, u_g). The boundary sits at the
+link midpoint, half a spacing beyond the boundary nodes, as the walls do (LBM's Zou-He inlets
+and outlets sit on the boundary nodes themselves)."""
+
+VALUED_KINDS = ("VELOCITY", "EQUILIBRIUM_VELOCITY", "PRESSURE", "EQUILIBRIUM_PRESSURE")
+"""Open kinds whose ghost reads the node's boundary row (``NodeTags.open_values``)."""
+INNER_KINDS = ("VELOCITY", "EQUILIBRIUM_VELOCITY", "OUTFLOW")
+"""Open kinds whose ghost reads ρ of the inner neighbour x − n."""
+
+
+def open_ghost(kind: str, rho, u: Sequence, value: Sequence, inner=None,
+               mirror: Sequence[int] = ()):
+    """(ρ_g, u_g) of the ghost beyond an open face of node kind ``kind`` (a NodeKind name)."""
+    if kind not in OPEN_GHOSTS:
+        raise ValueError(f"LW-ACM has no ghost rule for {kind!r}; it has {sorted(OPEN_GHOSTS)}")
+    return OPEN_GHOSTS[kind](rho, u, value, inner, mirror)

@@ -1,0 +1,133 @@
+"""The generated LW-ACM open-boundary arms (host stand-in of CUDA) against the NumPy
+references: fp64 to 1e-13, fp32 to 1e-5, random non-trivial states with walls, a moving body
+and every open kind; cut domains against one domain bit for bit; kernels without open
+boundaries keep their text (benchmarks/dump_kernels.py --check)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.lbm_setups import LATTICES
+from tests.test_parallel_host_cuda import STEPS, decomposed, exchange, initialize
+from thelma_py.backend import select_backend
+from thelma_py.geometry import Geometry, Sphere
+from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
+
+
+def open_geometry(case: str) -> Geometry:
+    """'3d': parabolic-ish inlet −x, pressure outlet +x, walls ±y (a lid on +y), free slip ±z,
+    a moving sphere. '3d-slip': uniform inlet −x, outflow +x, free slip on ±y and ±z (edges),
+    a sphere at rest. '2d': profile inlet −x (equilibrium kind), outflow +x, free slip +y,
+    wall −y, a moving disc."""
+    if case == "2d":
+        geo = Geometry((20, 12))
+        geo.inlet("-x", velocity=lambda x, y: (0.03 + 0.002 * y, 0.004 + 0 * y, 0 * y),
+                  kind="equilibrium")
+        geo.outflow("+x")
+        geo.free_slip("+y")
+        geo.wall(Sphere((7.5, 6.2), 2.7), velocity=(0.0, 0.01))
+        return geo
+    geo = Geometry((13, 6, 10))
+    if case == "3d":
+        geo.edge("+y", velocity=(0.02, 0.0, 0.0))
+        geo.inlet("-x", velocity=lambda x, y, z: (0.03 + 0.001 * y * z, 0.002 + 0 * y,
+                                                  -0.001 + 0 * z))
+        geo.outlet("+x", rho=lambda x, y, z: 1.0 + 0.001 * y + 0 * z)
+        geo.free_slip("-z")
+        geo.free_slip("+z")
+        geo.wall(Sphere((6.3, 3.1, 4.6), 1.9), velocity=(0.0, 0.02, -0.01))
+    else:
+        geo.inlet("-x", velocity=(0.03, 0.0, 0.0))
+        geo.outflow("+x")
+        for face in ("-y", "+y", "-z", "+z"):
+            geo.free_slip(face)
+        geo.wall(Sphere((6.3, 3.1, 4.6), 1.9))
+    return geo
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize(("case", "dims", "precision"), [
+    ("3d", (1, 1, 2), "float64"), ("3d-slip", (1, 1, 3), "float32"), ("2d", (1, 2), "float64"),
+    ("2d", (1, 3), "float32")])
+def test_host_cuda_open_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims, precision,
+                                                           fused):
+    lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
+    geo = open_geometry(case)
+    params = (LwacmFused if fused else Lwacm)(nu=0.02)
+    dtype = np.dtype(precision)
+    boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, dtype, host_gpu)
+    assert "open_values" in whole.source
+    for _ in range(STEPS):
+        exchange([engine.halo_arrays()[0] for engine in ranks], plans)
+        for engine in ranks:
+            engine.step(1)
+        whole.step(1)
+    rho, u = (np.array(a) for a in whole.macroscopic())
+    assert np.isfinite(rho).all() and np.abs(u).max() > 1e-3
+    reference = params.create(lattice, geo.evaluate(lattice), select_backend("cpu"), dtype)
+    initialize(reference, geo, (0,) * geo.dim, geo.shape)
+    reference.step(STEPS)
+    tolerance = 1e-13 if precision == "float64" else 2e-5
+    np.testing.assert_allclose(u, reference.macroscopic()[1], rtol=0, atol=tolerance)
+    np.testing.assert_allclose(rho, reference.macroscopic()[0], rtol=0, atol=tolerance)
+    for box, engine in zip(boxes, ranks, strict=True):
+        window = tuple(slice(lo, lo + n)
+                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
+        part_u = np.array(engine.macroscopic()[1])
+        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)],
+                                      u[(slice(None), *window)])
+
+
+ALL_ARMS = (("VELOCITY", "-x"), ("PRESSURE", "+x"), ("OUTFLOW", "+y"), ("FREE_SLIP", "-z"),
+            ("FREE_SLIP", "-y+z"), ("EQUILIBRIUM_VELOCITY", "+z"))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("lat", "real", "scheme"), [
+    ("D3Q19", "float", "fused"), ("D3Q19", "double", "two-step"), ("D2Q9", "double", "fused"),
+    ("D3Q27", "float", "two-step"), ("D3Q27", "float", "fused")])
+def test_open_kernels_compile_with_nvcc(tmp_path, lat, real, scheme):
+    from tests.nvcc import compile_cubin
+    from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
+
+    arms = [(k, f) for k, f in ALL_ARMS if lat != "D2Q9" or "z" not in f]
+    cfg = LwacmKernelConfig(LATTICES[lat], real, scheme, moving_walls=True, boundaries=arms)
+    result = compile_cubin(generate(cfg), tmp_path, cfg.name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
+
+
+def test_open_arms_leave_the_kernels_without_them_alone():
+    """No open boundary: the config and the text are the old ones (dump_kernels --check holds
+    every shipped variant); with them, the open tables are arguments."""
+    from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
+
+    for scheme in ("fused", "two-step"):
+        plain = generate(LwacmKernelConfig(LATTICES["D3Q19"], "float", scheme))
+        assert "open_values" not in plain and "KIND_VELOCITY &&" not in plain
+        arms = generate(LwacmKernelConfig(LATTICES["D3Q19"], "float", scheme,
+                                          boundaries=ALL_ARMS[:2]))
+        assert "const real_t* __restrict__ open_values" in arms and "kind == KIND_VELOCITY" in arms
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_host_cuda_forces_equal_numpy(host_gpu, fused):
+    """The momentum-exchange force on a moving sphere and on the walls at rest, from the CUDA
+    engines (f* of the device state) and the NumPy ones, after 12 steps: same to 1e-12."""
+    from thelma_py.modules.compute.lbm.forces import forces
+
+    lattice = LATTICES["D3Q19"]
+    geo = open_geometry("3d")
+    tags = geo.evaluate(lattice)
+    params = (LwacmFused if fused else Lwacm)(nu=0.02)
+    results = []
+    for backend in (host_gpu, select_backend("cpu")):
+        engine = params.create(lattice, tags, backend, np.dtype(np.float64))
+        initialize(engine, geo, (0,) * geo.dim, geo.shape)
+        engine.step(STEPS)
+        results.append(forces(engine))
+    assert set(results[0]) == set(results[1]) and len(results[0]) >= 2
+    for body, value in results[1].items():
+        assert np.abs(value).max() > 1e-6
+        np.testing.assert_allclose(results[0][body], value, rtol=1e-12, atol=1e-14)

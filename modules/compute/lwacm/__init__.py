@@ -31,6 +31,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.store16 import STORES
 from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
@@ -75,7 +76,9 @@ class LwacmParameters(RelaxationTime):
             from thelma_py.modules.compute.lwacm.reference import two_step_memory
 
             return two_step_memory(lattice, real, tag)
-        return (8 if backend.is_gpu else 2 * (1 + lattice.d)) * real + tag
+        if backend.is_gpu:  # two buffers of 4-value records (16-bit: 4 codes, 8 B)
+            return 8 * (real if getattr(self, "store", "fp32") == "fp32" else 2) + tag
+        return 2 * (1 + lattice.d) * real + tag
 
     def stability_advice(self) -> str:
         """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme. Its own
@@ -137,3 +140,15 @@ class LwacmFused(LwacmParameters):
     """LW-ACM, single step (stores ρ, u only; finite-difference walls); lattice units."""
 
     fused = True
+
+    store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
+    """Record storage: 'fp32' (the arithmetic type), or 16-bit codes of ρ − 1 and u with fp32
+    arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate),
+    the formats of :mod:`thelma_py.store16`: 8 B records instead of 16. The NumPy reference
+    rounds through the same format after each step."""
+
+    def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
+        if self.store != "fp32" and np.dtype(dtype) != np.float32:
+            raise ValueError(f"store={self.store!r} stores 16 bits and computes in float32; "
+                             f"use precision float32 (got {np.dtype(dtype).name})")
+        return super().create(lattice, tags, backend, dtype)

@@ -44,6 +44,7 @@ from thelma_py.modules.compute.lwacm.reference import (
 )
 from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
+from thelma_py.store16 import check_state_store, from_codes, to_codes
 
 TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
@@ -67,7 +68,7 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
-            les=params.les)
+            les=params.les, store=getattr(params, "store", "fp32"))
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -180,11 +181,13 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
     def __init__(self, params, lattice, tags, backend, dtype):
         super().__init__(params, lattice, tags, backend, dtype)
         xp = self.cp
+        self.store = params.store
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
-        self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
+        record = self.dtype if self.store == "fp32" else np.uint16  # 16-bit: codes
+        self.buffers = [xp.zeros((*self.shape, 4), dtype=record) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
-        self.args = fused_kernels.ARGS.bind(real_t=self.dtype, node_t=self.dtype,
-                                            tag_t=tags.tags.dtype)
+        self.args = fused_kernels.args(self.store).bind(
+            real_t=self.dtype, node_t=self.dtype, rec_t=np.uint16, tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
@@ -206,7 +209,8 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
 
     @property
     def traffic_bytes_per_node(self) -> int:
-        return fused_traffic(self.lattice, self.dtype.itemsize, self.chunk, self.rows)
+        size = self.dtype.itemsize if self.store == "fp32" else 2
+        return fused_traffic(self.lattice, size, self.chunk, self.rows)
 
     @property
     def memory_bytes_per_node(self) -> int:
@@ -218,31 +222,68 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         d = self.lattice.d
         xp = self.cp
         for buffer in self.buffers:
-            buffer[..., 0] = xp.asarray(rho)
-            for a in range(d):
-                buffer[..., 1 + a] = xp.asarray(u[a])
-            buffer[..., 1 + d:] = 0
+            if self.store == "fp32":
+                buffer[..., 0] = xp.asarray(rho)
+                for a in range(d):
+                    buffer[..., 1 + a] = xp.asarray(u[a])
+            else:  # codes of ρ − 1 and u, a slab of planes at a time (bounded temporaries)
+                for slab in self._slabs():
+                    fields = [(0, rho, 1.0)] + [(1 + a, u[a], 0.0) for a in range(d)]
+                    for k, value, shift in fields:
+                        buffer[slab + (Ellipsis, k)] = to_codes(
+                            self.store, xp.asarray(value)[slab], shift, xp)
+            buffer[..., 1 + d:] = 0  # code 0 is 0.0 in either format
             buffer.reshape(-1, 4)[self.solid_index, 1:] = 0  # walls at rest in the records
         self.current = 0
         self._graphs.clear()
+
+    def _slabs(self, nodes: int = 1 << 24):
+        """Index tuples of slabs of planes (along the first axis) of about ``nodes`` nodes."""
+        planes = max(1, nodes // max(1, self.nodes // self.shape[0]))
+        return [(slice(lo, lo + planes),) for lo in range(0, self.shape[0], planes)]
 
     def initialize(self, rho, u) -> None:
         self._set(rho, u)
 
     def state(self) -> dict[str, np.ndarray]:
         rho, u = self.macroscopic()
-        return {"rho": np.ascontiguousarray(rho.get()), "u": np.ascontiguousarray(u.get())}
+        state = {"rho": np.ascontiguousarray(rho.get()), "u": np.ascontiguousarray(u.get())}
+        if self.store == "fp32":
+            return state
+        # the codes themselves: a restart is bit for bit (ρ = 1 + (ρ − 1) in fp32 drops the
+        # smallest codes of ρ − 1)
+        return {**state, "records": self.buffers[self.current].get(),
+                "store": np.array(self.store)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         rho = self._check(state, "rho", self.shape)
         u = self._check(state, "u", (lat.d, *self.shape))
+        check_state_store(state, self.store)
+        if self.store != "fp32" and str(state.get("store", "")) == self.store and (
+                "records" in state):
+            for buffer in self.buffers:
+                buffer[...] = self.cp.asarray(np.asarray(state["records"], dtype=np.uint16))
+            self.current = 0
+            self._graphs.clear()
+            return
         self._set(self.cp.asarray(rho), self.cp.asarray(u))
 
     def macroscopic(self):
-        """Views (ρ of shape S, u of shape (D, *S)) of the current records."""
+        """Views (ρ of shape S, u of shape (D, *S)) of the current records; with 16-bit
+        records new fp32 arrays decoded from them ((1 + D) values per node while held)."""
         held = self.buffers[self.current]
-        return held[..., 0], self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0)
+        d = self.lattice.d
+        if self.store == "fp32":
+            return held[..., 0], self.cp.moveaxis(held[..., 1:1 + d], -1, 0)
+        xp = self.cp
+        rho = xp.empty(self.shape, dtype=self.dtype)
+        u = xp.empty((d, *self.shape), dtype=self.dtype)
+        for slab in self._slabs():
+            rho[slab] = from_codes(self.store, held[slab + (Ellipsis, 0)], 1.0, xp)
+            for a in range(d):
+                u[(a, *slab)] = from_codes(self.store, held[slab + (Ellipsis, 1 + a)], 0.0, xp)
+        return rho, u
 
     def halo_arrays(self) -> list:
         """The current records as one field of (1, *S, 4): on a z cut a layer is contiguous
@@ -280,4 +321,5 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write (the other records) with NaN."""
-        self.buffers[1 - self.current].fill(np.nan)
+        nan = np.nan if self.store == "fp32" else 0x7E00  # a NaN code in either format
+        self.buffers[1 - self.current].fill(nan)

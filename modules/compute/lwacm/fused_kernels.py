@@ -34,6 +34,7 @@ from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
+from thelma_py.store16 import FORMATS, cuda_functions
 from thelma_py.tags import LINK_SHIFT
 
 AXES = "xyz"
@@ -49,6 +50,38 @@ ARGS = KernelArgs("lwacm single step", [
 """Arguments of ``lwacm_fused_step`` (``node_t``: records of four reals): the record buffers
 and the row and plane ranges are given at each launch, the rest is held by the engine
 (:class:`.cuda.CudaLwacmFused`)."""
+
+ARGS16 = KernelArgs("lwacm single step, 16-bit records", [
+    [Arg("src", "const rec_t*", GIVEN), Arg("dst", "rec_t*", GIVEN)], *ARGS.lines[1:]])
+"""Arguments of ``lwacm_fused_step`` with 16-bit records (``rec_t``: four uint16 codes)."""
+
+
+def args(store: str) -> KernelArgs:
+    """The kernel arguments for the record storage ``store``."""
+    return ARGS if store == "fp32" else ARGS16
+
+
+def helpers16(store: str) -> str:
+    """16-bit records (``store`` fp16s | fp16c, :mod:`thelma_py.store16`): 8 bytes of codes of
+    (ρ − 1, u_x, u_y, u_z), decoded into the fp32 ``node_t`` of the shared ring when a plane is
+    staged (once per staged record, not once per read) and encoded when a node is stored."""
+    return cuda_functions(FORMATS[store]) + """
+struct __align__(8) rec_t { unsigned short rho, ux, uy, uz; };
+__device__ __forceinline__ node_t record_decode(rec_t r)
+{
+    node_t v;
+    v.rho = (real_t)1 + pop_decode(r.rho);
+    v.ux = pop_decode(r.ux); v.uy = pop_decode(r.uy); v.uz = pop_decode(r.uz);
+    return v;
+}
+__device__ __forceinline__ rec_t record_encode(node_t v)
+{
+    rec_t r;
+    r.rho = pop_encode(v.rho - (real_t)1);
+    r.ux = pop_encode(v.ux); r.uy = pop_encode(v.uy); r.uz = pop_encode(v.uz);
+    return r;
+}
+"""
 
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
@@ -148,7 +181,7 @@ PATHS = ("bulk", "rest", "moving")
 """The three instantiations of the update: no tag read, walls at rest, moving walls."""
 
 
-def _update(lattice, force, path: str, les=None) -> str:
+def _update(lattice, force, path: str, les=None, store: str = "fp32") -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
@@ -187,14 +220,15 @@ def _update(lattice, force, path: str, les=None) -> str:
     em.raw(f"out.rho = {rho};")
     for a, ax in enumerate(AXES):
         em.raw(f"out.u{ax} = {u[a] if a < lattice.d else '(real_t)0'};")
-    em.raw("dst[n] = out;")
+    em.raw("dst[n] = out;" if store == "fp32" else "dst[n] = record_encode(out);")
     return em.code(16)
 
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
-           les=None) -> str:
+           les=None, store: str = "fp32") -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
-    ``__launch_bounds__``, 0 for none)."""
+    ``__launch_bounds__``, 0 for none; ``store``: the record storage, 16-bit records are
+    staged through registers, see :func:`_staging16`)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -207,11 +241,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "moving", les)}
+{_update(lattice, force, "moving", les, store)}
                 }}
 """ if moving_walls else "")
-    return f"""
-{ARGS.signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
+    text = f"""
+{args(store).signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -267,11 +301,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
             const size_t row = y + (size_t)ny * z;
             const unsigned char flag = tile_flags[(x / TILE) + (size_t)tiles_x * row];
             if (!flag) {{
-{_update(lattice, force, "bulk", les)}
+{_update(lattice, force, "bulk", les, store)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "rest", les)}
+{_update(lattice, force, "rest", les, store)}
                 }}
             }}
         }}
@@ -282,3 +316,57 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     #undef STAGE_PLANE
 }}
 """
+    return text if store == "fp32" else _staging16(text, plane_stride, m_extent, m_periodic,
+                                                   march)
+
+
+def _staging16(text: str, plane_stride: str, m_extent: str, m_periodic: str, march: str) -> str:
+    """The kernel text with 16-bit staging: the 8-byte records of plane ``march`` + 3 are
+    loaded into registers before the update of plane ``march`` (their latency hidden by it),
+    decoded and written into the ring slot after it, then the one barrier. The prologue
+    stages its four planes the same way, at once. (cp.async would land raw codes in shared
+    memory, to be decoded at each of the 19 reads of a record instead of once.)"""
+    load = f"""    // plane gm_ (wrapped across a periodic face) into registers: raw codes, decoded
+    // into a ring slot by STORE_PLANE (zeros where no node is stored)
+    #define LOAD_PLANE(gm_) {{ \\
+        int gm = (gm_); \\
+        const bool plane_ok = halo_index(gm, {m_extent}, {m_periodic}); \\
+        for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
+            const int k = STAGE_TID + r * STAGE_THREADS; \\
+            staged_ok[r] = k < PLANE && plane_ok && stored[r]; \\
+            if (staged_ok[r]) staged[r] = src[from[r] + {plane_stride} * gm]; }} }}
+    #define STORE_PLANE(slot_) {{ \\
+        for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
+            const int k = STAGE_TID + r * STAGE_THREADS; \\
+            if (k < PLANE) {{ \\
+                node_t v = {{0, 0, 0, 0}}; \\
+                if (staged_ok[r]) v = record_decode(staged[r]); \\
+                ring[(slot_) * PLANE + k] = v; }} }} }}
+    rec_t staged[STAGE_ROUNDS];
+    bool staged_ok[STAGE_ROUNDS];
+    for (int p = 0; p < 4; ++p) {{
+        if (march_begin - 1 + p <= march_end) {{ LOAD_PLANE(march_begin - 1 + p) STORE_PLANE(p) }}
+    }}
+    __syncthreads();"""
+    start = text.index("    // copies of plane gm")
+    end = text.index("    __syncthreads();", start) + len("    __syncthreads();")
+    text = text[:start] + load + text[end:]
+    text = _swap(text, f"""        if ({march} + 3 <= march_end) STAGE_PLANE({march} + 3, ahead)
+        else copies_issued();
+""", f"""        const bool stage = {march} + 3 <= march_end;
+        if (stage) LOAD_PLANE({march} + 3)
+""")
+    landed = f"        copies_landed_but_newest();  // plane {march} + 2, read by the next step\n"
+    text = _swap(text, landed + "        __syncthreads();",
+                 "        if (stage) STORE_PLANE(ahead)  // no one reads that slot in this step\n"
+                 "        __syncthreads();")
+    return _swap(text, "    #undef STAGE_PLANE\n",
+                 "    #undef LOAD_PLANE\n    #undef STORE_PLANE\n")
+
+
+def _swap(text: str, old: str, new: str) -> str:
+    """``text`` with the one occurrence of ``old`` replaced (an error if the fp32 kernel no
+    longer has it: then :func:`_staging16` must follow its change)."""
+    if text.count(old) != 1:
+        raise AssertionError(f"the fp32 single-step kernel changed; 16-bit staging expects {old!r}")
+    return text.replace(old, new)

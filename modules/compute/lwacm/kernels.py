@@ -28,6 +28,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_rows
+from thelma_py.store16 import STORES
 
 SCHEMES = ("two-step", "fused")
 AXES = "xyz"
@@ -58,6 +59,9 @@ class LwacmKernelConfig(cuda.KernelConfig):
     les: object = None
     """The subgrid model (:mod:`thelma_py.subgrid`), its constant baked in."""
 
+    store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
+    """Single step: record storage, fp32 or 16-bit codes (:func:`.fused_kernels.helpers16`)."""
+
     @property
     def plane_rows(self) -> int:
         """The single-step block's rows: :attr:`rows`, or the default for the precision."""
@@ -65,7 +69,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
 
     @property
     def name(self) -> str:
-        return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}"
+        store = "" if self.store == "fp32" else f"_{self.store}"
+        return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
 
 
 def kernel_names(scheme: str) -> dict[bool, str]:
@@ -118,7 +123,9 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(_two_step_kernel(cfg))
     else:
         rows = cfg.plane_rows
-        parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS,
-                  fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
-                                       cfg.min_blocks, cfg.les)]
+        parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS]
+        if cfg.store != "fp32":
+            parts.append(fused_kernels.helpers16(cfg.store))
+        parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
+                                          cfg.min_blocks, cfg.les, cfg.store))
     return "\n".join(parts)

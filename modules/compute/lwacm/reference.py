@@ -18,6 +18,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.nodes import NodeTags
+from thelma_py.store16 import check_state_store, round_trip
 
 
 def fused_rows(itemsize: int) -> int:
@@ -83,6 +84,16 @@ def fused_traffic(lattice: Lattice, itemsize: int, chunk: int = DEFAULT_CHUNK,
     written (rounded to a byte)."""
     rows = fused_rows(itemsize) if rows is None else rows
     return int(round(4 * itemsize * (fused_reads_per_node(lattice, chunk, rows) + 1.0)))
+
+
+def rounded_records(store: str, w, xp=np):
+    """Single-step fields (ρ, u...) stacked along axis 0 as 16-bit records hold them: ρ − 1 and
+    u through the format of ``store`` (:mod:`thelma_py.store16`; fp32: ``w`` itself)."""
+    if store == "fp32":
+        return w
+    shift = xp.zeros((len(w),) + (1,) * (w.ndim - 1), dtype=np.float32)
+    shift[0] = 1
+    return round_trip(store, w, shift, xp)
 
 
 def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
@@ -231,9 +242,13 @@ class NumpyLwacmFused(_NumpyBase):
     def memory_bytes_per_node(self) -> int:
         return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
+    @property
+    def store(self) -> str:
+        return getattr(self.params, "store", "fp32")
+
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
-        self.w = np.concatenate([rho[None], u]).astype(self.dtype)
+        self.w = rounded_records(self.store, np.concatenate([rho[None], u]).astype(self.dtype))
 
     def upstream(self, w: np.ndarray, i: int) -> tuple:
         """(ρ(x − c_i), u(x − c_i)) with periodic wrap, wall ghosts applied."""
@@ -259,7 +274,7 @@ class NumpyLwacmFused(_NumpyBase):
             rho, u = rule.single_step(self.lattice, lambda i, w=w: self.upstream(w, i),
                                       self.kappa, identity_let, self.force,
                                       self.params.les)
-            new = np.array([rho, *u], dtype=self.dtype)
+            new = rounded_records(self.store, np.array([rho, *u], dtype=self.dtype))
             self._keep_solid(new, w)
             self.w = new
 
@@ -272,10 +287,13 @@ class NumpyLwacmFused(_NumpyBase):
         return [self.w]
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"rho": self.w[0].copy(), "u": self.w[1:].copy()}
+        state = {"rho": self.w[0].copy(), "u": self.w[1:].copy()}
+        return state if self.store == "fp32" else {**state, "store": np.array(self.store)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         rho = self._check(state, "rho", self.shape)
         u = self._check(state, "u", (lat.d, *self.shape))
-        self.w = np.concatenate([rho[None], u]).astype(self.dtype)
+        check_state_store(state, self.store)
+        self.w = rounded_records(self.store,
+                                 np.concatenate([rho[None], u]).astype(self.dtype))

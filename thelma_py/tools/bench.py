@@ -52,7 +52,8 @@ class BenchConfig:
     """LBM dense: moving-wall terms only in tiles that touch a moving wall (None: the
     plug-in's default)."""
     store: str = "fp32"
-    """LBM population storage: fp32, or 16 bits (fp16s, fp16c) with fp32 arithmetic."""
+    """LBM population / single-step LW-ACM record storage: fp32, or 16 bits (fp16s, fp16c)
+    with fp32 arithmetic."""
 
     @property
     def label(self) -> str:
@@ -109,6 +110,8 @@ def compute_params(cfg: BenchConfig):
                                   "wall_launch": cfg.wall_launch}}
         if cfg.moving_tiles is not None:
             extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
+    if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
+        extra["store"] = cfg.store
     if cfg.les != "none":
         extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -290,8 +293,9 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     if (cfg.wall_launch != "fused" or cfg.moving_tiles) and (
             cfg.compute != "lbm" or cfg.storage != "dense" or cfg.propagation != "direct"):
         return False
-    if cfg.store != "fp32" and (cfg.compute != "lbm" or cfg.precision != "float32"):
-        return False  # 16-bit storage: LBM with fp32 arithmetic only
+    if cfg.store != "fp32" and (cfg.compute not in ("lbm", "lwacm-fused")
+                                or cfg.precision != "float32"):
+        return False  # 16-bit storage: LBM and single-step LW-ACM, fp32 arithmetic only
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -333,11 +337,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
                         help="porous case: fluid fractions of the medium, e.g. 0.1,0.3,0.6")
     parser.add_argument("--store", type=_words, default=["fp32"],
-                        help="lbm population storage to sweep: fp32,fp16s,fp16c (16-bit: "
-                             "float32 arithmetic)")
+                        help="lbm population / lwacm-fused record storage to sweep: "
+                             "fp32,fp16s,fp16c (16-bit: float32 arithmetic)")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 float32, in-place; "
-                             "LBM once per --store)")
+                             "LBM and lwacm-fused once per --store)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,
                         help="with --largest: size the domain for this much memory (e.g. 80; "
                              "default: the free device memory)")
@@ -418,7 +422,7 @@ def run(args: argparse.Namespace) -> int:
     if args.largest:
         limit = args.memory_limit_gb * 1e9 if args.memory_limit_gb else None
         for compute, store in itertools.product(args.compute, args.store):
-            if compute != "lbm" and store != "fp32":
+            if compute not in ("lbm", "lwacm-fused") and store != "fp32":
                 continue  # LBM in place (the smallest LBM footprint), once per storage
             cfg = BenchConfig(compute=compute, streaming="aa" if compute == "lbm" else "pull",
                               case="periodic", size=0, store=store)

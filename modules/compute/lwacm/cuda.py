@@ -44,7 +44,7 @@ from thelma_py.modules.compute.lwacm.reference import (
 )
 from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
-from thelma_py.store16 import check_state_store, from_codes, to_codes
+from thelma_py.store16 import FORMATS, check_state_store, from_codes, to_codes
 
 TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
@@ -284,6 +284,16 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
             for a in range(d):
                 u[(a, *slab)] = from_codes(self.store, held[slab + (Ellipsis, 1 + a)], 0.0, xp)
         return rho, u
+
+    def all_finite(self) -> bool:
+        """Whether every record of the current state is finite (one component at a time: no
+        full-size temporaries but a byte per node)."""
+        held = self.buffers[self.current]
+        if self.store == "fp32":
+            return all(bool(self.cp.isfinite(held[..., k]).all()) for k in range(4))
+        fmt = FORMATS[self.store]
+        top = np.uint16(fmt.exp_max << fmt.man_bits)  # the all-ones exponent: ∞ or NaN
+        return not any(bool(((held[..., k] & top) == top).any()) for k in range(4))
 
     def halo_arrays(self) -> list:
         """The current records as one field of (1, *S, 4): on a z cut a layer is contiguous

@@ -28,13 +28,14 @@ def main() -> None:
     parser.add_argument("--precision", default="float32")
     parser.add_argument("--rows", type=_ints, default=[4, 8, 12])
     parser.add_argument("--chunks", type=_ints, default=[4, 8, 16, 32])
+    parser.add_argument("--store", default="fp32", help="record storage: fp32, fp16s, fp16c")
     parser.add_argument("--out")
     args = parser.parse_args()
     backend = select_backend("gpu")
     rows_out = []
     for case in args.cases.split(","):
         config = BenchConfig(compute="lwacm-fused", size=args.size, case=case,
-                             precision=args.precision)
+                             precision=args.precision, store=args.store)
         engine, nodes = build_engine(config, backend)
         picked = (engine.rows, engine.chunk)
         for rows in args.rows:
@@ -45,12 +46,13 @@ def main() -> None:
                 mark = " (picked)" if (rows, chunk) == picked else ""
                 rows_out.append({"case": case, "rows": rows, "chunk": chunk, "mlups": mlups,
                                  "picked": bool(mark)})
-                print(f"{case:9s} 32x{rows:<3d} chunk {chunk:4d} {mlups:9.0f} MLUPS{mark}",
-                      flush=True)
+                print(f"{case:9s} {args.store} 32x{rows:<3d} chunk {chunk:4d} "
+                      f"{mlups:9.0f} MLUPS{mark}", flush=True)
         del engine
     if args.out:
         with open(args.out, "w") as handle:
-            json.dump({"size": args.size, "precision": args.precision, "rows": rows_out},
+            json.dump({"size": args.size, "precision": args.precision, "store": args.store,
+                       "rows": rows_out},
                       handle, indent=1)
 
 

@@ -318,15 +318,18 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         return out
 
     def all_finite(self) -> bool:
-        """Whether every held population is finite (checked one population at a time, so that
-        the largest domains need no full-size temporaries)."""
+        """Whether every held population is finite (checked a population and a slab of planes
+        at a time, so that the largest domains need no full-size temporaries)."""
         xp = self.cp
         held = self.buffers[self.current]
+        planes = max(1, INIT_SLAB_NODES // max(1, self.nodes // self.shape[0]))
+        parts = [held[i][lo:lo + planes] for i in range(self.lattice.q)
+                 for lo in range(0, self.shape[0], planes)]
         if not self.lean:
-            return all(bool(xp.isfinite(held[i]).all()) for i in range(self.lattice.q))
+            return all(bool(xp.isfinite(part).all()) for part in parts)
         fmt = FORMATS[self.store]
         top = np.uint16(fmt.exp_max << fmt.man_bits)  # the all-ones exponent: ∞ or NaN
-        return not any(bool(((held[i] & top) == top).any()) for i in range(self.lattice.q))
+        return not any(bool(((part & top) == top).any()) for part in parts)
 
     # -- stepping ----------------------------------------------------------------------------
     def _launch(self, store: bool, advance: bool = True, rows: tuple[int, int] | None = None,

@@ -286,14 +286,15 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         return rho, u
 
     def all_finite(self) -> bool:
-        """Whether every record of the current state is finite (one component at a time: no
-        full-size temporaries but a byte per node)."""
+        """Whether every record of the current state is finite (a slab of planes at a time: no
+        full-size temporaries)."""
         held = self.buffers[self.current]
+        parts = [held[slab] for slab in self._slabs()]
         if self.store == "fp32":
-            return all(bool(self.cp.isfinite(held[..., k]).all()) for k in range(4))
+            return all(bool(self.cp.isfinite(part).all()) for part in parts)
         fmt = FORMATS[self.store]
         top = np.uint16(fmt.exp_max << fmt.man_bits)  # the all-ones exponent: ∞ or NaN
-        return not any(bool(((held[..., k] & top) == top).any()) for k in range(4))
+        return not any(bool(((part & top) == top).any()) for part in parts)
 
     def halo_arrays(self) -> list:
         """The current records as one field of (1, *S, 4): on a z cut a layer is contiguous

@@ -54,6 +54,8 @@ class BenchConfig:
     store: str = "fp32"
     """LBM population / single-step LW-ACM record storage: fp32, or 16 bits (fp16s, fp16c)
     with fp32 arithmetic."""
+    rounding: str = "nearest"
+    """lwacm-fused 16-bit records: rounded to nearest or stochastically."""
 
     @property
     def label(self) -> str:
@@ -65,7 +67,8 @@ class BenchConfig:
             f" {self.propagation}" if self.propagation != "direct" else "") + (
             f" {self.wall_launch}" if self.wall_launch != "fused" else "") + (
             {None: "", True: " moving-tiles", False: " all-tiles"}[self.moving_tiles]) + (
-            f" {self.store}" if self.store != "fp32" else "")
+            f" {self.store}" if self.store != "fp32" else "") + (
+            " sr" if self.rounding == "stochastic" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -111,7 +114,7 @@ def compute_params(cfg: BenchConfig):
         if cfg.moving_tiles is not None:
             extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
     if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
-        extra["store"] = cfg.store
+        extra.update(store=cfg.store, rounding=cfg.rounding)
     if cfg.les != "none":
         extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -260,7 +263,8 @@ def _les(record: dict) -> str:
 def _precision(record: dict) -> str:
     """'float32', or 'float32/fp16c' where populations are stored in 16 bits."""
     store = record.get("store", "fp32")
-    return record["precision"] + ("" if store == "fp32" else f"/{store}")
+    sr = "-sr" if record.get("rounding") == "stochastic" else ""  # stochastic rounding
+    return record["precision"] + ("" if store == "fp32" else f"/{store}{sr}")
 
 
 def _scheme(record: dict) -> str:
@@ -296,6 +300,8 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     if cfg.store != "fp32" and (cfg.compute not in ("lbm", "lwacm-fused")
                                 or cfg.precision != "float32"):
         return False  # 16-bit storage: LBM and single-step LW-ACM, fp32 arithmetic only
+    if cfg.rounding != "nearest" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
+        return False  # stochastic rounding: 16-bit single-step LW-ACM records only
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -339,6 +345,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", type=_words, default=["fp32"],
                         help="lbm population / lwacm-fused record storage to sweep: "
                              "fp32,fp16s,fp16c (16-bit: float32 arithmetic)")
+    parser.add_argument("--rounding", type=_words, default=["nearest"],
+                        help="lwacm-fused 16-bit records: nearest,stochastic to sweep")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 float32, in-place; "
                              "LBM and lwacm-fused once per --store)")
@@ -392,7 +400,7 @@ def run(args: argparse.Namespace) -> int:
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
         args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
         [None] if args.moving_tiles is None else [bool(v) for v in args.moving_tiles],
-        args.store))
+        args.store, args.rounding))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

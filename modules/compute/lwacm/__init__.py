@@ -31,7 +31,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
-from thelma_py.store16 import STORES
+from thelma_py.store16 import ROUNDINGS, STORES
 from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
@@ -146,6 +146,18 @@ class LwacmFused(LwacmParameters):
     arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate),
     the formats of :mod:`thelma_py.store16`: 8 B records instead of 16. The NumPy reference
     rounds through the same format after each step."""
+    rounding: str = attrs.field(default="nearest", validator=attrs.validators.in_(ROUNDINGS))
+    """16-bit records: 'nearest' (ties to even) or 'stochastic' (unbiased: up with the
+    probability of the fraction of a step, random bits hashed from the node's global
+    coordinates and the step number, the same in the NumPy reference). Rounding to nearest
+    loses every change of u smaller than half a step, which the single-step state (ρ, u only)
+    makes often: see docs/DESIGN.md (helper half2)."""
+
+    @rounding.validator
+    def _check_rounding(self, _, value):
+        if value != "nearest" and self.store == "fp32":
+            raise ValueError(f"rounding={value!r} is for 16-bit records; give store='fp16s' "
+                             "or 'fp16c', or leave rounding='nearest'")
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         if self.store != "fp32" and np.dtype(dtype) != np.float32:

@@ -68,7 +68,8 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
-            les=params.les, store=getattr(params, "store", "fp32"))
+            les=params.les, store=getattr(params, "store", "fp32"),
+            rounding=getattr(params, "rounding", "nearest"))
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -182,11 +183,14 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         super().__init__(params, lattice, tags, backend, dtype)
         xp = self.cp
         self.store = params.store
+        self.stochastic = params.rounding == "stochastic"
+        self.clock = 0  # steps done: the seed of stochastic rounding
+        self.ox = self.oy = self.oz = np.int32(0)  # global (x, y, z) of node 0 (a rank's)
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         record = self.dtype if self.store == "fp32" else np.uint16  # 16-bit: codes
         self.buffers = [xp.zeros((*self.shape, 4), dtype=record) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
-        self.args = fused_kernels.args(self.store).bind(
+        self.args = fused_kernels.args(self.store, params.rounding).bind(
             real_t=self.dtype, node_t=self.dtype, rec_t=np.uint16, tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
@@ -253,13 +257,14 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         # the codes themselves: a restart is bit for bit (ρ = 1 + (ρ − 1) in fp32 drops the
         # smallest codes of ρ − 1)
         return {**state, "records": self.buffers[self.current].get(),
-                "store": np.array(self.store)}
+                "store": np.array(self.store), "clock": np.array(self.clock)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         rho = self._check(state, "rho", self.shape)
         u = self._check(state, "u", (lat.d, *self.shape))
         check_state_store(state, self.store)
+        self.clock = int(state.get("clock", 0))
         if self.store != "fp32" and str(state.get("store", "")) == self.store and (
                 "records" in state):
             for buffer in self.buffers:
@@ -316,19 +321,38 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)
+        seed = {"seed": np.int32(self.clock % 2**31)} if self.stochastic else {}
         args = self.args.pack(self, src=self.buffers[self.current],
                               dst=self.buffers[1 - self.current], row_first=row_first,
                               row_last=row_first + row_count, march_first=march_first,
-                              march_last=march_first + march_count)
+                              march_last=march_first + march_count, **seed)
         self.kernels[store](grid, (px, py, 1), args)
         if advance:
             self.current = 1 - self.current
+            self.clock += 1
+
+    def step(self, n: int = 1) -> None:
+        """``n`` steps; with stochastic rounding each launch gets its own seed, so no CUDA graph
+        (which would replay the seeds it captured)."""
+        if not self.stochastic:
+            super().step(n)
+            return
+        for _ in range(max(n, 0)):
+            self._launch(False)
+
+    def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
+        """:meth:`OverlappedSteps.step_distributed` one step at a time, counting the steps."""
+        for _ in range(n):
+            super().step_distributed(1, exchange, overlap)
+            self.clock += 1
 
     def distribute(self, box) -> None:
         """Run on the grown box of ``box``; :meth:`step_distributed` then updates the owned
         layers only, the interior overlapped with the exchange of the records."""
         super().distribute(box)
         self._plan_layers(box)
+        lower = (*box.grown_lower, 0, 0)[:3]
+        self.ox, self.oy, self.oz = (np.int32(v) for v in lower)
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write (the other records) with NaN."""

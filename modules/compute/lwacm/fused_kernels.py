@@ -34,7 +34,7 @@ from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
-from thelma_py.store16 import FORMATS, cuda_functions
+from thelma_py.store16 import FORMATS, cuda_functions, cuda_stochastic
 from thelma_py.tags import LINK_SHIFT
 
 AXES = "xyz"
@@ -55,13 +55,21 @@ ARGS16 = KernelArgs("lwacm single step, 16-bit records", [
     [Arg("src", "const rec_t*", GIVEN), Arg("dst", "rec_t*", GIVEN)], *ARGS.lines[1:]])
 """Arguments of ``lwacm_fused_step`` with 16-bit records (``rec_t``: four uint16 codes)."""
 
+ARGS16_SR = KernelArgs("lwacm single step, 16-bit records rounded stochastically", [
+    *ARGS16.lines, [Arg("seed", "int", GIVEN), Arg("ox", "int"), Arg("oy", "int"),
+                    Arg("oz", "int")]])
+"""With stochastic rounding: the step's seed and the global coordinates of local node 0 (a
+rank's offset), from which each node's random bits are hashed."""
 
-def args(store: str) -> KernelArgs:
-    """The kernel arguments for the record storage ``store``."""
-    return ARGS if store == "fp32" else ARGS16
+
+def args(store: str, rounding: str = "nearest") -> KernelArgs:
+    """The kernel arguments for the record storage ``store`` and its rounding."""
+    if store == "fp32":
+        return ARGS
+    return ARGS16 if rounding == "nearest" else ARGS16_SR
 
 
-def helpers16(store: str) -> str:
+def helpers16(store: str, rounding: str = "nearest") -> str:
     """16-bit records (``store`` fp16s | fp16c, :mod:`thelma_py.store16`): 8 bytes of codes of
     (ρ − 1, u_x, u_y, u_z), decoded into the fp32 ``node_t`` of the shared ring when a plane is
     staged (once per staged record, not once per read) and encoded when a node is stored."""
@@ -81,7 +89,22 @@ __device__ __forceinline__ rec_t record_encode(node_t v)
     r.ux = pop_encode(v.ux); r.uy = pop_encode(v.uy); r.uz = pop_encode(v.uz);
     return r;
 }
-"""
+""" + ("" if rounding == "nearest" else cuda_stochastic(FORMATS[store]) + """
+// stochastic rounding: the random bits of store16.dither_bits from global (x, y, z) and the
+// seed words s0 = mix32(2 seed), s1 = mix32(2 seed + 1)
+__device__ __forceinline__ rec_t record_encode_sr(node_t v, int x, int y, int z, unsigned s0,
+                                                  unsigned s1)
+{
+    const unsigned key = (unsigned)x + ((unsigned)y << 11) + ((unsigned)z << 22);
+    const unsigned h0 = mix32(key ^ s0), h1 = mix32(key ^ s1);
+    rec_t r;
+    r.rho = pop_encode_sr(v.rho - (real_t)1, h0 & 0xFFFF0000u);
+    r.ux = pop_encode_sr(v.ux, h0 << 16);
+    r.uy = pop_encode_sr(v.uy, h1 & 0xFFFF0000u);
+    r.uz = pop_encode_sr(v.uz, h1 << 16);
+    return r;
+}
+""")
 
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
@@ -181,7 +204,8 @@ PATHS = ("bulk", "rest", "moving")
 """The three instantiations of the update: no tag read, walls at rest, moving walls."""
 
 
-def _update(lattice, force, path: str, les=None, store: str = "fp32") -> str:
+def _update(lattice, force, path: str, les=None, store: str = "fp32",
+            rounding: str = "nearest") -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
@@ -220,12 +244,14 @@ def _update(lattice, force, path: str, les=None, store: str = "fp32") -> str:
     em.raw(f"out.rho = {rho};")
     for a, ax in enumerate(AXES):
         em.raw(f"out.u{ax} = {u[a] if a < lattice.d else '(real_t)0'};")
-    em.raw("dst[n] = out;" if store == "fp32" else "dst[n] = record_encode(out);")
+    em.raw("dst[n] = out;" if store == "fp32" else "dst[n] = record_encode(out);"
+           if rounding == "nearest" else
+           "dst[n] = record_encode_sr(out, x + ox, y + oy, z + oz, seed0, seed1);")
     return em.code(16)
 
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
-           les=None, store: str = "fp32") -> str:
+           les=None, store: str = "fp32", rounding: str = "nearest") -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none; ``store``: the record storage, 16-bit records are
     staged through registers, see :func:`_staging16`)."""
@@ -241,11 +267,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "moving", les, store)}
+{_update(lattice, force, "moving", les, store, rounding)}
                 }}
 """ if moving_walls else "")
     text = f"""
-{args(store).signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
+{args(store, rounding).signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -301,11 +327,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
             const size_t row = y + (size_t)ny * z;
             const unsigned char flag = tile_flags[(x / TILE) + (size_t)tiles_x * row];
             if (!flag) {{
-{_update(lattice, force, "bulk", les, store)}
+{_update(lattice, force, "bulk", les, store, rounding)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
                 if ((tag & TAG_KIND_MASK) == KIND_FLUID) {{
-{_update(lattice, force, "rest", les, store)}
+{_update(lattice, force, "rest", les, store, rounding)}
                 }}
             }}
         }}
@@ -316,8 +342,15 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     #undef STAGE_PLANE
 }}
 """
-    return text if store == "fp32" else _staging16(text, plane_stride, m_extent, m_periodic,
-                                                   march)
+    if store == "fp32":
+        return text
+    text = _staging16(text, plane_stride, m_extent, m_periodic, march)
+    if rounding == "nearest":
+        return text
+    seeds = ("    const unsigned seed0 = mix32(2u * (unsigned)seed), "
+             "seed1 = mix32(2u * (unsigned)seed + 1u);\n")
+    first = "    const int tid = threadIdx.x + PX * threadIdx.y;\n"
+    return _swap(text, first, first + seeds)
 
 
 def _staging16(text: str, plane_stride: str, m_extent: str, m_periodic: str, march: str) -> str:

@@ -28,7 +28,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lwacm import fused_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_rows
-from thelma_py.store16 import STORES
+from thelma_py.store16 import ROUNDINGS, STORES
 
 SCHEMES = ("two-step", "fused")
 AXES = "xyz"
@@ -61,6 +61,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
 
     store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
     """Single step: record storage, fp32 or 16-bit codes (:func:`.fused_kernels.helpers16`)."""
+    rounding: str = attrs.field(default="nearest", validator=attrs.validators.in_(ROUNDINGS))
+    """16-bit records: rounded to nearest or stochastically (:mod:`thelma_py.store16`)."""
 
     @property
     def plane_rows(self) -> int:
@@ -69,7 +71,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
 
     @property
     def name(self) -> str:
-        store = "" if self.store == "fp32" else f"_{self.store}"
+        store = "" if self.store == "fp32" else f"_{self.store}" + (
+            "_sr" if self.rounding == "stochastic" else "")
         return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
 
 
@@ -125,7 +128,7 @@ def generate(cfg: LwacmKernelConfig) -> str:
         rows = cfg.plane_rows
         parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS]
         if cfg.store != "fp32":
-            parts.append(fused_kernels.helpers16(cfg.store))
+            parts.append(fused_kernels.helpers16(cfg.store, cfg.rounding))
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
-                                          cfg.min_blocks, cfg.les, cfg.store))
+                                          cfg.min_blocks, cfg.les, cfg.store, cfg.rounding))
     return "\n".join(parts)

@@ -18,7 +18,14 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.nodes import NodeTags
-from thelma_py.store16 import check_state_store, round_trip
+from thelma_py.store16 import (
+    FORMATS,
+    check_state_store,
+    decode,
+    dither_bits,
+    encode_stochastic,
+    round_trip,
+)
 
 
 def fused_rows(itemsize: int) -> int:
@@ -94,6 +101,20 @@ def rounded_records(store: str, w, xp=np):
     shift = xp.zeros((len(w),) + (1,) * (w.ndim - 1), dtype=np.float32)
     shift[0] = 1
     return round_trip(store, w, shift, xp)
+
+
+def stochastic_records(store: str, w, coordinates, seed: int, xp=np):
+    """``w`` (ρ, u... along axis 0, fp32) through 16-bit records rounded stochastically with
+    the random bits of :func:`thelma_py.store16.dither_bits` for nodes at global
+    ``coordinates`` (gx, gy, gz arrays of the node shape) and ``seed``."""
+    fmt = FORMATS[store]
+    bits = dither_bits(*coordinates, seed, xp)
+    out = xp.empty_like(w)
+    for k in range(len(w)):
+        shift = np.float32(1.0 if k == 0 else 0.0)
+        code = encode_stochastic(fmt, w[k].astype(np.float32) - shift, bits[k], xp)
+        out[k] = decode(fmt, code, xp) + shift
+    return out
 
 
 def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
@@ -242,9 +263,28 @@ class NumpyLwacmFused(_NumpyBase):
     def memory_bytes_per_node(self) -> int:
         return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
+    clock = 0
+    """Steps done (the seed of stochastic rounding; checkpoints keep it)."""
+    origin = (0, 0, 0)
+    """Global (x, y, z) of node 0 (stochastic rounding hashes global coordinates)."""
+
     @property
     def store(self) -> str:
         return getattr(self.params, "store", "fp32")
+
+    @property
+    def stochastic(self) -> bool:
+        return self.store != "fp32" and getattr(self.params, "rounding", "") == "stochastic"
+
+    def _coordinates(self) -> list:
+        """Global (gx, gy, gz) of every node, arrays of the node shape."""
+        if getattr(self, "_grid", None) is not None:
+            return self._grid
+        axes = np.meshgrid(*[np.arange(n) for n in reversed(self.shape)], indexing="ij")
+        grid = [a.T for a in axes]  # (x, y[, z]) each shaped like the nodes (z, y, x)
+        grid += [np.zeros(self.shape, dtype=np.int64)] * (3 - len(grid))
+        self._grid = [g + o for g, o in zip(grid, self.origin, strict=True)]
+        return self._grid
 
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
@@ -274,9 +314,14 @@ class NumpyLwacmFused(_NumpyBase):
             rho, u = rule.single_step(self.lattice, lambda i, w=w: self.upstream(w, i),
                                       self.kappa, identity_let, self.force,
                                       self.params.les)
-            new = rounded_records(self.store, np.array([rho, *u], dtype=self.dtype))
+            new = np.array([rho, *u], dtype=self.dtype)
+            if self.stochastic:
+                new = stochastic_records(self.store, new, self._coordinates(), self.clock)
+            else:
+                new = rounded_records(self.store, new)
             self._keep_solid(new, w)
             self.w = new
+            self.clock += 1
 
     def macroscopic(self):
         return self.w[0], self.w[1:]
@@ -288,7 +333,9 @@ class NumpyLwacmFused(_NumpyBase):
 
     def state(self) -> dict[str, np.ndarray]:
         state = {"rho": self.w[0].copy(), "u": self.w[1:].copy()}
-        return state if self.store == "fp32" else {**state, "store": np.array(self.store)}
+        if self.store == "fp32":
+            return state
+        return {**state, "store": np.array(self.store), "clock": np.array(self.clock)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
@@ -297,3 +344,4 @@ class NumpyLwacmFused(_NumpyBase):
         check_state_store(state, self.store)
         self.w = rounded_records(self.store,
                                  np.concatenate([rho[None], u]).astype(self.dtype))
+        self.clock = int(state.get("clock", 0))

@@ -254,9 +254,11 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         state = {"rho": np.ascontiguousarray(rho.get()), "u": np.ascontiguousarray(u.get())}
         if self.store == "fp32":
             return state
-        # the codes themselves: a restart is bit for bit (ρ = 1 + (ρ − 1) in fp32 drops the
+        # the codes themselves, components first like every field of a state (a distributed
+        # run cuts the last axes): a restart is bit for bit (ρ = 1 + (ρ − 1) in fp32 drops the
         # smallest codes of ρ − 1)
-        return {**state, "records": self.buffers[self.current].get(),
+        records = np.ascontiguousarray(np.moveaxis(self.buffers[self.current].get(), -1, 0))
+        return {**state, "records": records,
                 "store": np.array(self.store), "clock": np.array(self.clock)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
@@ -267,8 +269,12 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         self.clock = int(state.get("clock", 0))
         if self.store != "fp32" and str(state.get("store", "")) == self.store and (
                 "records" in state):
+            records = np.asarray(state["records"])
+            if records.shape != (4, *self.shape) or records.dtype != np.uint16:
+                raise ValueError(f"checkpoint holds records as {records.dtype}{records.shape}, "
+                                 f"this run needs uint16{(4, *self.shape)}")
             for buffer in self.buffers:
-                buffer[...] = self.cp.asarray(np.asarray(state["records"], dtype=np.uint16))
+                buffer[...] = self.cp.asarray(np.ascontiguousarray(np.moveaxis(records, 0, -1)))
             self.current = 0
             self._graphs.clear()
             return

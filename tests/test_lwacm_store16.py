@@ -309,3 +309,25 @@ def test_cavity_with_stochastically_rounded_records_stays_near_fp32():
         nearest = np.abs(cavity_velocity(store, "nearest") - base).max() / 0.1
         assert stochastic < 1.5e-3, (store, stochastic, nearest)
         assert nearest > 3e-3, (store, stochastic, nearest)
+
+
+def test_bench_sweeps_16bit_records_and_their_rounding():
+    from thelma_py.tools.bench import BenchConfig, _wanted, compute_params, markdown_table
+
+    fused = BenchConfig(compute="lwacm-fused", store="fp16c", rounding="stochastic")
+    params = compute_params(fused)
+    assert (params.store, params.rounding) == ("fp16c", "stochastic")
+    assert _wanted(fused, 0.3) and " fp16c sr" in fused.label
+    assert not _wanted(BenchConfig(compute="lwacm", store="fp16c"), 0.3)
+    assert not _wanted(BenchConfig(compute="lwacm-fused", store="fp16s",
+                                   precision="float64"), 0.3)
+    assert not _wanted(BenchConfig(compute="lbm", store="fp16s", rounding="stochastic"), 0.3)
+    assert not _wanted(BenchConfig(compute="lwacm-fused", rounding="stochastic"), 0.3)
+    record = {"compute": "lwacm-fused", "lattice": "D3Q19", "precision": "float32",
+              "store": "fp16c", "rounding": "stochastic", "case": "periodic", "size": 256,
+              "mlups": 1.0, "mlups_min": 1.0, "mlups_max": 1.0, "bytes_per_node": 21,
+              "bandwidth_GBs": 1.0, "fraction_of_copy": 0.5, "memory_bytes_per_node": 20}
+    table = markdown_table({"device": "d", "driver": "1", "cupy": "14", "commit": "c",
+                            "date": "today", "copy_bandwidth_GBs": 3000.0,
+                            "results": [record]})
+    assert "float32/fp16c-sr" in table

@@ -5,7 +5,8 @@
 #   fused    thelma bench lwacm-fused D3Q19 256^3, periodic and cavity, fp32/fp16s/fp16c,
 #            16-bit rounded to nearest and stochastically
 #            (bar: >= 90,000 MLUPS periodic with 16-bit records)                   ~60 s
-#   tuning   lwacm-fused fp16s, periodic 256^3: block rows 8/12 x chunk 8/16       ~30 s
+#   tuning   lwacm-fused fp16s, periodic 256^3: rows 8/12 x min_blocks 0/4 x chunk 8/16
+#                                                                                  ~45 s
 #   aa       thelma bench LBM BGK AA 256^3 periodic fp16s/fp16c (bar >= 33,000 MLUPS at
 #            <= 42 B/node), then --largest: the largest fp16s AA cube for 80 GB, run ~1 min
 # Parts can be run alone: bash benchmarks/device_half2.sh fused aa
@@ -32,7 +33,7 @@ for part in $parts; do
         | tee "$out/half2_fused.log" | tail -n 12;;
     tuning)
       timeout 90 python3 benchmarks/fused_tuning.py --size 256 --cases periodic --store fp16s \
-        --rows 8,12 --chunks 8,16 --out "$out/half2_fused_tuning.json" \
+        --rows 8,12 --min-blocks 0,4 --chunks 8,16 --out "$out/half2_fused_tuning.json" \
         | tee "$out/half2_fused_tuning.log";;
     aa)
       timeout 100 python3 -m thelma_py.tools.bench --collision bgk --precision float32 \

@@ -231,13 +231,15 @@ def test_16bit_kernel_text_leaves_the_fp32_kernel_and_stages_8_byte_records():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("store", ["fp16s", "fp16c"])
+@pytest.mark.parametrize(("store", "rounding"), [("fp16s", "nearest"), ("fp16c", "nearest"),
+                                                 ("fp16s", "stochastic")])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19"])
-def test_16bit_record_kernels_compile_with_nvcc(tmp_path, lattice_name, store):
+def test_16bit_record_kernels_compile_with_nvcc(tmp_path, lattice_name, store, rounding):
     from tests.nvcc import compile_cubin
 
     cfg = LwacmKernelConfig(LATTICES[lattice_name], "float", "fused", moving_walls=True,
-                            force=(1e-5,) * LATTICES[lattice_name].d, store=store)
+                            force=(1e-5,) * LATTICES[lattice_name].d, store=store,
+                            rounding=rounding)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
 

@@ -40,6 +40,8 @@ PRELUDE = """
 #include <cstddef>
 using std::min;
 using std::sqrt;  // CUDA's sqrt(float) and sqrt(double) overloads
+inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }  // CUDA's rsqrt overloads
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 #define __global__
 #define __device__
 #define __forceinline__ inline

@@ -54,6 +54,16 @@ class Backend:
         if self.is_gpu:
             self.xp.cuda.get_current_stream().synchronize()
 
+    def timer(self):
+        """A timer started now: ``.stop()`` marks its end and returns it; ``.ready()`` says
+        whether its seconds are known without waiting; ``.seconds()`` waits if needed. On a
+        GPU the marks are events in the stream, so timing a batch of steps does not make the
+        host wait for the device (results rendered on the device queue behind the steps)."""
+        cuda = getattr(self.xp, "cuda", None) if self.is_gpu else None
+        if cuda is None or not hasattr(cuda, "Event"):
+            return _HostTimer()
+        return _EventTimer(cuda)
+
     def clock(self) -> float:
         """Seconds, after the device has finished what it was given."""
         self.synchronize()
@@ -125,3 +135,41 @@ def select_backend(device: str = "auto") -> Backend:
     if device == "cuda":
         raise RuntimeError(f"device 'cuda' was asked for but {reason}; use --device cpu")
     return Backend("cpu", np)
+
+
+class _HostTimer:
+    """Wall-clock seconds of work done by the time :meth:`stop` is called (NumPy)."""
+
+    def __init__(self) -> None:
+        self.start, self.end = time.perf_counter(), None
+
+    def stop(self) -> _HostTimer:
+        self.end = time.perf_counter()
+        return self
+
+    def ready(self) -> bool:
+        return True
+
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+class _EventTimer:
+    """Device seconds between two CUDA events recorded on the current stream."""
+
+    def __init__(self, cuda) -> None:
+        self._cuda = cuda
+        self.start, self.end = cuda.Event(), None
+        self.start.record()
+
+    def stop(self) -> _EventTimer:
+        self.end = self._cuda.Event()
+        self.end.record()
+        return self
+
+    def ready(self) -> bool:
+        return bool(self.end.done)
+
+    def seconds(self) -> float:
+        self.end.synchronize()
+        return self._cuda.get_elapsed_time(self.start, self.end) / 1e3

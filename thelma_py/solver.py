@@ -107,11 +107,12 @@ class Solver:
     tags: NodeTags = attrs.field(init=False)
     engine: ComputeEngine = attrs.field(init=False)
     time_step: int = attrs.field(init=False, default=0)
-    compute_seconds: float = attrs.field(init=False, default=0.0)
+    _compute_seconds: float = attrs.field(init=False, default=0.0)
     results_seconds: float = attrs.field(init=False, default=0.0)
-    steps_timed: int = attrs.field(init=False, default=0)
-    batch_times: list = attrs.field(init=False, factory=list, repr=False)
-    """(steps, seconds) of every engine batch, for the spread of the step rate."""
+    _steps_timed: int = attrs.field(init=False, default=0)
+    _batch_times: list = attrs.field(init=False, factory=list, repr=False)
+    _pending_batches: list = attrs.field(init=False, factory=list, repr=False)
+    """(steps, timer) of engine batches whose device time is not known yet."""
     stop_reason: str | None = attrs.field(init=False, default=None)
     """Why the last :meth:`run` ended early (set by :meth:`stop`), or None."""
     rank_box: parallel.RankBox | None = attrs.field(init=False, default=None, repr=False)
@@ -202,13 +203,38 @@ class Solver:
         """Advance ``n`` steps without calling results plug-ins."""
         if n < 0:
             raise ValueError(f"steps must be >= 0, got {n}")
-        start = self.backend.clock()
+        timer = self.backend.timer()
         self.engine.step(n)
-        seconds = self.backend.clock() - start
-        self.compute_seconds += seconds
-        self.batch_times.append((n, seconds))
-        self.steps_timed += n
+        self._pending_batches.append((n, timer.stop()))
         self.time_step += n
+        self._settle(wait=False)
+
+    def _settle(self, wait: bool = True) -> None:
+        """Account the batches whose time is known (all of them, waiting, if ``wait``)."""
+        while self._pending_batches and (wait or self._pending_batches[0][1].ready()):
+            n, timer = self._pending_batches.pop(0)
+            seconds = timer.seconds()
+            self._compute_seconds += seconds
+            self._batch_times.append((n, seconds))
+            self._steps_timed += n
+
+    @property
+    def compute_seconds(self) -> float:
+        """Device (GPU) or wall (CPU) seconds of the engine batches run so far."""
+        self._settle()
+        return self._compute_seconds
+
+    @property
+    def steps_timed(self) -> int:
+        """Steps run by this solver (not since step 0 when resumed)."""
+        self._settle()
+        return self._steps_timed
+
+    @property
+    def batch_times(self) -> list:
+        """(steps, seconds) of every engine batch, for the spread of the step rate."""
+        self._settle()
+        return self._batch_times
 
     def stop(self, reason: str) -> None:
         """Ask :meth:`run` to end after the results due at this step (e.g. on convergence)."""

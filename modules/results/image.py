@@ -18,6 +18,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from thelma_py.backend import array_module
 from thelma_py.files import ensure_writable_dir
 from thelma_py.modules.results.background import BackgroundWriter
 from thelma_py.modules.results.bitmap_font import draw_text
@@ -40,21 +41,26 @@ from thelma_py.modules.results.image_render import (
     BACKGROUND,
     BAR_FRACTION,
     colour_bar,
-    colour_indices,
     slice_pixels,
     value_range,
 )
+from thelma_py.modules.results.image_volume import volume_kernel
 from thelma_py.modules.results.png import write_png
 from thelma_py.registry import register
 from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 VIEWS = ("slice", "3d")
-DENSITY_FLOOR = 1e-6
-"""Narrowest automatic colour range of ρ and p: float32 rounding of ρ ≈ 1 (about 1e-7) stays
-in the middle of the map instead of filling it."""
+DENSITY_FLOOR_ULPS = 256
+"""Narrowest automatic colour range of ρ and p, in units of the field's machine epsilon (3e-5
+in float32, 6e-14 in float64): the rounding noise of ρ ≈ 1 (a few ulps, different on CPU and
+GPU) then moves a pixel by a colour level or two instead of filling the map. A flow at lattice
+Mach number Ma varies ρ by about Ma², far wider than the floor."""
 MAX_SIZE = 16384
-QUEUE_DEPTH = 3
+WRITER_THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
+"""PNG encoding threads (zlib lets go of the interpreter lock while it compresses): a
+1920x1080 image takes 30-80 ms to encode, longer than 100 steps of a fast 256³ run."""
+QUEUE_DEPTH = 2 * WRITER_THREADS + 1
 VOLUME_NODES = 256
 """A 3D view thins the volume so that its longest side has at most this many samples (unless
 ``stride`` is given)."""
@@ -164,8 +170,9 @@ class ImageWriter(Results):
     background: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     """Encode and write PNG files on a worker thread."""
     written: list[tuple[int, str]] = attrs.field(factory=list, init=False, repr=False)
-    _worker: BackgroundWriter = attrs.field(factory=lambda: BackgroundWriter(depth=QUEUE_DEPTH),
-                                            init=False, repr=False)
+    _worker: BackgroundWriter = attrs.field(
+        factory=lambda: BackgroundWriter(depth=QUEUE_DEPTH, workers=WRITER_THREADS),
+        init=False, repr=False)
     _cache: dict = attrs.field(factory=dict, init=False, repr=False)
 
     @property
@@ -207,11 +214,11 @@ class ImageWriter(Results):
         if pixels is None:  # not the lead rank
             return
         target = self.path / f"{self.file_prefix}_{step:08d}.png"
-        job = (target, step, pixels, lo, hi, table)
+        job = (target, step, _start_copy(pixels, lo, hi), table)
         if self.background:
-            self._worker.submit(self._write, *job)
+            self._worker.submit(self._write_rendered, *job)
         else:
-            self._write(*job)
+            self._write_rendered(*job)
 
     def _table(self, name: str, d: int) -> np.ndarray:
         return colormap(self.colormap or ("coolwarm" if signed(name, d) else "viridis"))
@@ -228,7 +235,7 @@ class ImageWriter(Results):
         return width, height
 
     def render_slice(self, solver):
-        """Device pixels (moved to the host) of this step's slice, and the colour range."""
+        """Device pixels of this step's slice, the colour range and the colour table."""
         d = len(solver.tags.global_shape)
         index = self._slice_index(solver)
         if solver.rank_box is not None:
@@ -239,19 +246,26 @@ class ImageWriter(Results):
         else:
             rho, u = solver.engine.macroscopic()
             values = plane(self.field, rho, u, solver.tags.periodic, self.axis, index)
-            kind = kind_plane(solver.tags.kind, self.axis, index)
+            key = ("kind plane", self.axis, index)
+            if key not in self._cache:  # the geometry does not change: copied once
+                self._cache[key] = _device_like(values, kind_plane(solver.tags.kind, self.axis,
+                                                                   index))
+            kind = self._cache[key]
         return self.slice_image(values, kind, d)
 
     def slice_image(self, values, kind, d: int):
-        """(host pixels, lo, hi, colour table) of a 2D field ``values`` (rows up) with node
-        kinds ``kind`` (host); the automatic range leaves solid nodes out."""
-        mask = _device_like(values, ~np.isin(np.asarray(kind), SOLID_CODES))
-        lo, hi = value_range(values, mask, self.range, signed(self.field, d),
-                             DENSITY_FLOOR if self.field in ("p", "rho") else 1e-12)
+        """(pixels, lo, hi, colour table) of a 2D field ``values`` (rows up) with node kinds
+        ``kind``, pixels and range on the device of ``values`` (floats with NumPy); the
+        automatic range leaves solid nodes out."""
+        xp = array_module(values)
+        mask = ~xp.isin(xp.asarray(kind), xp.asarray(SOLID_CODES))
+        floor = (DENSITY_FLOOR_ULPS * float(np.finfo(values.dtype).eps)
+                 if self.field in ("p", "rho") else 1e-12)
+        lo, hi = value_range(values, mask, self.range, signed(self.field, d), floor)
         width, height = self._area()
         pixels = slice_pixels(values, kind, lo, hi, self._table(self.field, d), width,
                               height)
-        return _to_host(pixels), lo, hi, self._table(self.field, d)
+        return pixels, lo, hi, self._table(self.field, d)
 
     def _gathered_plane(self, solver, index: int):
         """Distributed slice: each rank sends the planes it holds of the slab around the slice
@@ -302,36 +316,54 @@ class ImageWriter(Results):
         return values, kind_plane(full_kind, self.axis, middle)
 
     def render_view(self, solver):
-        """Host pixels of the 3D view of this step, and the colour range of ``colour_field``
-        (None on the ranks other than 0 of a distributed run)."""
+        """Device pixels of the 3D view of this step, the colour range of ``colour_field`` and
+        the colour table (None pixels on the ranks other than 0 of a distributed run)."""
         shape_xyz = tuple(solver.tags.global_shape)
         stride = self.stride or max(1, -(-max(shape_xyz) // VOLUME_NODES))
         periodic = solver.tags.periodic
         if solver.rank_box is None:
             rho, u = solver.engine.macroscopic()
-            fetch = local_fetch(rho, u)
+            xp = array_module(u)
             if "solid" not in self._cache:
                 kind = solver.tags.kind[::stride, ::stride, ::stride]
-                self._cache["solid"] = np.isin(kind, SOLID_CODES)
+                self._cache["solid"] = _device_like(u, np.isin(kind, SOLID_CODES))
+            if xp is not np:  # one kernel pass per volume (image_volume)
+                def volume(name):
+                    return volume_kernel(xp, name, rho, u, periodic, stride)
+            else:
+                fetch = local_fetch(rho, u)
+
+                def volume(name):
+                    return volume_from(fetch, name, shape_xyz, periodic, stride)
         else:
             fetch, kind_fetch = _rank_fetches(solver)
             if "solid" not in self._cache:
                 xs, ys, zs = (np.arange(0, n, stride) for n in shape_xyz)
                 self._cache["solid"] = np.isin(kind_fetch(xs, ys, zs), SOLID_CODES)
-        value = volume_from(fetch, self.field, shape_xyz, periodic, stride)
-        colour = value if self.colour_field == self.field else \
-            volume_from(fetch, self.colour_field, shape_xyz, periodic, stride)
+
+            def volume(name):
+                return volume_from(fetch, name, shape_xyz, periodic, stride)
+        value = volume(self.field)
+        colour = value if self.colour_field == self.field else volume(self.colour_field)
         if not solver.lead:
             return None, 0.0, 0.0, None
-        self._cache["solid"] = _device_like(value, self._cache["solid"])
-        return self.view_image(value, colour, self._cache["solid"], shape_xyz, stride)
+        if "solid32" not in self._cache:  # on the device of the volumes, once
+            self._cache["solid"] = _device_like(value, self._cache["solid"])
+            self._cache["solid32"] = self._cache["solid"].astype(np.float32)
+        return self.view_image(value, colour, self._cache["solid"], shape_xyz, stride,
+                               self._cache["solid32"])
 
-    def view_image(self, value, colour, solid, shape_xyz, stride: int):
-        """(host pixels, lo, hi, colour table) of the 3D view of the volumes ``value`` and
-        ``colour`` with the bool volume ``solid`` (all on one device)."""
+    def view_image(self, value, colour, solid, shape_xyz, stride: int, solid32=None):
+        """(pixels, lo, hi, colour table) of the 3D view of the volumes ``value`` and
+        ``colour`` with the bool volume ``solid`` (all on one device; pixels and range stay
+        there, floats with NumPy); ``solid32``: ``solid`` as float32, if at hand."""
+        xp = array_module(value)
         iso = self.iso
-        if iso is None:
-            iso = 0.25 * float(value[~solid].max()) if bool((~solid).any()) else 0.0
+        if iso is None:  # a quarter of the largest fluid value, computed on the device
+            fluid = ~solid
+            iso = xp.where(fluid.any(), 0.25 * xp.where(fluid, value, -xp.inf).max(), 0.0)
+            if xp is np:
+                iso = float(iso)
         lo, hi = value_range(colour, (value >= iso) & ~solid, self.range,
                              signed(self.colour_field, 3))
         width, height = self._area()
@@ -349,10 +381,15 @@ class ImageWriter(Results):
                                 _device_like(value, directions))
         eye, directions, on_device = self._cache[key]
         what, voxel = march(value, solid, iso, eye, directions)
-        rows = colour_indices(colour, lo, hi)
         table = self._table(self.colour_field, 3)
-        pixels = shade(what, voxel, value, solid, rows, table, on_device, width, height)
-        return _to_host(pixels), lo, hi, table
+        pixels = shade(what, voxel, value, solid if solid32 is None else solid32, colour, lo,
+                       hi, table, on_device, width, height)
+        return pixels, lo, hi, table
+
+    def _write_rendered(self, target: Path, step: int, rendered, table: np.ndarray) -> None:
+        """Wait for the pixels and range of :func:`_start_copy`, then :meth:`_write`."""
+        pixels, lo, hi = rendered()
+        self._write(target, step, pixels, lo, hi, table)
 
     def _write(self, target: Path, step: int, pixels: np.ndarray, lo: float, hi: float,
                table: np.ndarray) -> None:
@@ -425,3 +462,37 @@ def _device_like(array, host: np.ndarray):
 
 def _to_host(array) -> np.ndarray:
     return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def _start_copy(pixels, lo, hi):
+    """Start moving rendered ``pixels`` and the range ``lo``, ``hi`` (floats or 0-d device
+    arrays) to the host; returns a callable that waits for them: (host pixels, lo, hi).
+
+    CuPy: asynchronous copies on the current stream into page-locked buffers and an event, so
+    the thread that steps the flow never waits for the device (the writer thread does).
+    NumPy (and the host stand-in of the tests): the copy is made at once."""
+    if type(pixels).__module__.split(".")[0] != "cupy":
+        host, bounds = _to_host(pixels), (float(_to_host(lo)), float(_to_host(hi)))
+        return lambda: (host, *bounds)
+    import cupy
+    import cupyx
+
+    stream = cupy.cuda.get_current_stream()
+    host = cupyx.empty_pinned(pixels.shape, pixels.dtype)
+    pixels.get(stream=stream, out=host, blocking=False)
+    on_device = [isinstance(v, cupy.ndarray) for v in (lo, hi)]
+    bounds_device = cupy.stack([cupy.asarray(v, dtype=cupy.float64).reshape(())
+                                for v in (lo, hi)]) if any(on_device) else None
+    bounds = cupyx.empty_pinned((2,), np.float64)
+    if bounds_device is not None:
+        bounds_device.get(stream=stream, out=bounds, blocking=False)
+    else:
+        bounds[:] = (lo, hi)
+    done = stream.record()
+    kept = [pixels, bounds_device]  # alive until the copies have run
+
+    def result():
+        done.synchronize()
+        kept.clear()
+        return host, float(bounds[0]), float(bounds[1])
+    return result

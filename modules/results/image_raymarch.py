@@ -91,13 +91,43 @@ MARCH_SOURCE = r"""
 // (nearest voxel) or whose trilinear value is at least iso; record the nearest voxel.
 // Products and sums are rounded one by one (no fused multiply-add), as in the NumPy twin
 // image_raymarch._march_numpy.
+#define BRICK 8
+// Empty-space skipping: the largest value of the nodes 8b..8b+8 of brick b along each axis
+// (+inf where one of them is solid). A sample whose lower trilinear corner (x0, y0, z0) lies
+// in brick b reads nodes of that range only (x0 + 1 <= 8b + 8; the nearest voxel is x0 or
+// x0 + 1), so it cannot hit when the brick's value is below iso.
+extern "C" __global__ void image_bricks(const float* value, const unsigned char* solid, int nx,
+    int ny, int nz, int bricks_x, int bricks_y, int bricks_z, float* bricks)
+{
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= bricks_x * bricks_y * bricks_z) return;
+    int x1 = (b % bricks_x) * BRICK, y1 = ((b / bricks_x) % bricks_y) * BRICK;
+    int z1 = (b / (bricks_x * bricks_y)) * BRICK;
+    float top = -INFINITY;
+    for (int z = z1; z <= z1 + BRICK && z < nz; ++z)
+        for (int y = y1; y <= y1 + BRICK && y < ny; ++y)
+            for (int x = x1; x <= x1 + BRICK && x < nx; ++x) {
+                int f = (z * ny + y) * nx + x;
+                top = solid[f] ? INFINITY : fmaxf(top, value[f]);
+            }
+    bricks[b] = top;
+}
+
+// Where the ray leaves the region of lower corners [8b, 8b + 8) of a brick along one axis.
+__device__ float brick_exit(float e, float d, int b)
+{
+    if (d == 0.0f) return INFINITY;
+    return ((d > 0.0f ? (float)(BRICK * b + BRICK) : (float)(BRICK * b)) - e) / d;
+}
+
 extern "C" __global__ void image_march(const float* value, const unsigned char* solid,
-    float iso, float ex, float ey, float ez, const float* dirs, const float* near,
+    const float* iso_at, float ex, float ey, float ez, const float* dirs, const float* near,
     const float* far, int nx, int ny, int nz, float step, int rays, unsigned char* what,
-    int* voxel)
+    int* voxel, const float* bricks, int bricks_x, int bricks_y)
 {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rays) return;
+    const float iso = *iso_at;  // on the device: an automatic level is not read back
     what[r] = 0;
     voxel[r] = -1;
     float dx = dirs[3 * r], dy = dirs[3 * r + 1], dz = dirs[3 * r + 2];
@@ -116,6 +146,16 @@ extern "C" __global__ void image_march(const float* value, const unsigned char* 
         py = fminf(fmaxf(py, 0.0f), (float)(ny - 1));
         pz = fminf(fmaxf(pz, 0.0f), (float)(nz - 1));
         int x0 = (int)floorf(px), y0 = (int)floorf(py), z0 = (int)floorf(pz);
+        int cx = x0 / BRICK, cy = y0 / BRICK, cz = z0 / BRICK;
+        if (!s && bricks[(cz * bricks_y + cy) * bricks_x + cx] < iso) {
+            // no sample before the ray leaves this brick can hit: jump to the last one at
+            // least 0.01 voxel before the exit (margin for the rounding of positions)
+            float out = fminf(fminf(brick_exit(ex, dx, cx), brick_exit(ey, dy, cy)),
+                              brick_exit(ez, dz, cz));
+            float last = floorf((out - 0.01f - t0) / step - 0.5f);
+            if (last > (float)(k + 1)) k = (int)fminf(last, 2.0e9f) - 1;
+            continue;
+        }
         int sx = x0 < nx - 1 ? 1 : 0, sy = y0 < ny - 1 ? nx : 0;
         int sz = z0 < nz - 1 ? nx * ny : 0;
         float fx = ADD(px, -(float)x0), fy = ADD(py, -(float)y0), fz = ADD(pz, -(float)z0);
@@ -136,6 +176,8 @@ extern "C" __global__ void image_march(const float* value, const unsigned char* 
 }
 """
 BLOCK = 128
+BRICK = 8
+"""Nodes per side of the bricks of the empty-space skipping (``#define BRICK`` above)."""
 
 
 def march(value, solid, iso: float, eye, directions, step: float = 0.5):
@@ -191,12 +233,21 @@ def march_kernel(cp, value, solid, iso, eye32, d32, step):
     rays = d32.shape[0]
     what = cp.zeros(rays, dtype=np.uint8)
     voxel = cp.zeros(rays, dtype=np.int32)
-    kernel = compile_module(MARCH_SOURCE).get_function("image_march")
-    kernel(((rays + BLOCK - 1) // BLOCK,), (BLOCK,),
-           (cp.ascontiguousarray(value), cp.ascontiguousarray(solid).view(np.uint8),
-            np.float32(iso), *(np.float32(v) for v in eye32), d, near, far,
-            np.int32(nx), np.int32(ny), np.int32(nz), np.float32(step), np.int32(rays), what,
-            voxel))
+    module = compile_module(MARCH_SOURCE)
+    value = cp.ascontiguousarray(value)
+    solid = cp.ascontiguousarray(solid).view(np.uint8)
+    bx, by, bz = ((n - 1) // BRICK + 1 for n in (nx, ny, nz))
+    bricks = cp.empty(bx * by * bz, dtype=np.float32)
+    module.get_function("image_bricks")(
+        ((bricks.size + BLOCK - 1) // BLOCK,), (BLOCK,),
+        (value, solid, np.int32(nx), np.int32(ny), np.int32(nz), np.int32(bx), np.int32(by),
+         np.int32(bz), bricks))
+    module.get_function("image_march")(
+        ((rays + BLOCK - 1) // BLOCK,), (BLOCK,),
+        (value, solid, cp.asarray(iso, dtype=np.float32).reshape(1),
+         *(np.float32(v) for v in eye32), d, near, far, np.int32(nx), np.int32(ny),
+         np.int32(nz), np.float32(step), np.int32(rays), what, voxel, bricks, np.int32(bx),
+         np.int32(by)))
     return what, voxel
 
 
@@ -255,7 +306,7 @@ def _normals(volume, voxel):
     nz, ny, nx = volume.shape
     z, rest = voxel // (ny * nx), voxel % (ny * nx)
     y, x = rest // nx, rest % nx
-    flat = volume.reshape(-1).astype(xp.float32)
+    flat = volume.reshape(-1).astype(xp.float32, copy=False)
     parts = []
     for coordinate, n, stride in ((x, nx, 1), (y, ny, nx), (z, nz, nx * ny)):
         plus = xp.minimum(coordinate + 1, n - 1)
@@ -268,27 +319,28 @@ def _normals(volume, voxel):
     return xp.where(length > 0, g / xp.where(length > 0, length, 1), 0)
 
 
-def shade(what, voxel, value, solid, colour_rows, table: np.ndarray, directions, width: int,
-          height: int):
-    """RGB uint8 (height, width, 3) of the hits of :func:`march`: iso hits coloured by
-    ``colour_rows`` (a uint8 colour-table row per voxel) through ``table``, solid hits grey,
-    both shaded by a headlight; background elsewhere."""
+def shade(what, voxel, value, solid, colour, lo, hi, table: np.ndarray, directions,
+          width: int, height: int):
+    """RGB uint8 (height, width, 3) of the hits of :func:`march`: iso hits coloured by the
+    volume ``colour`` on the range ``lo``..``hi`` through ``table``, solid hits grey, both
+    shaded by a headlight; background elsewhere. Every ray is shaded and the kind of hit
+    picks the colour afterwards: no array of data-dependent size, so nothing waits for the
+    device. ``solid`` may be given as float32 (0/1) to save a conversion per view."""
+    from thelma_py.modules.results.image_render import colour_indices, device_table
+
     xp = array_module(value)
-    image = xp.empty((what.size, 3), dtype=xp.uint8)
-    image[:] = xp.asarray(BACKGROUND, dtype=xp.uint8)
+    at = xp.maximum(voxel, 0)
     d = xp.asarray(directions, dtype=xp.float32)
-    for code in (1, 2):
-        rays = xp.flatnonzero(what == code)
-        if rays.size == 0:
-            continue
-        hit = voxel[rays]
-        source = value if code == 1 else solid.astype(xp.float32)
-        facing = xp.abs((_normals(source, hit) * d[rays]).sum(axis=1))
+
+    def light(source):
+        facing = xp.abs((_normals(source, at) * d).sum(axis=1))
         facing = xp.where(facing > 0, facing, 1.0)  # no gradient: lit fully
-        light = (AMBIENT + (1 - AMBIENT) * facing)[:, None]
-        if code == 1:
-            base = xp.asarray(table)[colour_rows.reshape(-1)[hit]].astype(xp.float32)
-        else:
-            base = xp.full((rays.size, 3), SOLID_GREY, dtype=xp.float32)
-        image[rays] = xp.clip(xp.floor(base * light + 0.5), 0, 255).astype(xp.uint8)
+        return (AMBIENT + (1 - AMBIENT) * facing)[:, None]
+
+    rows = colour_indices(colour.reshape(-1)[at], lo, hi)
+    iso = device_table(xp, table)[rows].astype(xp.float32) * light(value)
+    grey = SOLID_GREY * light(solid)
+    shaded = xp.clip(xp.floor(xp.where((what == 2)[:, None], grey, iso) + 0.5), 0, 255)
+    background = xp.asarray(BACKGROUND, dtype=xp.uint8)
+    image = xp.where((what == 0)[:, None], background, shaded.astype(xp.uint8))
     return image.reshape(height, width, 3)

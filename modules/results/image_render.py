@@ -22,23 +22,29 @@ BAR_FRACTION = 0.12
 
 
 def value_range(values, mask, fixed: tuple[float, float] | None, symmetric: bool,
-                floor: float = 1e-12) -> tuple[float, float]:
-    """``fixed``, else min..max of ``values`` where ``mask`` (symmetric about 0 if asked),
-    at least ``floor`` wide (centred on the field): rounding noise of a flat field is not
-    stretched over the whole colour map."""
+                floor=1e-12):
+    """``fixed``, else min..max of the finite ``values`` where ``mask`` (symmetric about 0 if
+    asked), at least ``floor`` wide (centred on the field): rounding noise of a flat field is
+    not stretched over the whole colour map; 0..1 when nothing qualifies. NumPy arrays give
+    floats; device arrays give 0-d device arrays, computed without waiting for the device
+    (the writer thread reads them with the pixels). ``floor`` may be a 0-d array too."""
     if fixed is not None:
         return float(fixed[0]), float(fixed[1])
     xp = array_module(values)
-    chosen = values[mask] if mask is not None else values.reshape(-1)
-    chosen = chosen[xp.isfinite(chosen)]
-    if chosen.size == 0:
-        return 0.0, 1.0
-    lo, hi = float(chosen.min()), float(chosen.max())
+    ok = xp.isfinite(values) if mask is None else (xp.asarray(mask) & xp.isfinite(values))
+    lo = xp.where(ok, values, xp.inf).min().astype(xp.float64)
+    hi = xp.where(ok, values, -xp.inf).max().astype(xp.float64)
+    empty = ~ok.any()
+    lo, hi = xp.where(empty, 0.0, lo), xp.where(empty, 1.0, hi)  # no inf arithmetic below
     if symmetric:
-        lo, hi = -max(abs(lo), abs(hi)), max(abs(lo), abs(hi))
-    if hi - lo < floor:
-        middle = 0.5 * (lo + hi)
-        lo, hi = middle - 0.5 * floor, middle + 0.5 * floor
+        hi = xp.maximum(xp.abs(lo), xp.abs(hi))
+        lo = -hi
+    middle, narrow = 0.5 * (lo + hi), (hi - lo) < floor
+    lo = xp.where(narrow, middle - 0.5 * floor, lo)
+    hi = xp.where(narrow, middle + 0.5 * floor, hi)
+    lo, hi = xp.where(empty, 0.0, lo), xp.where(empty, 1.0, hi)
+    if xp is np:
+        return float(lo), float(hi)
     return lo, hi
 
 
@@ -71,26 +77,57 @@ def pixel_node(row: int, column: int, plane_shape: tuple[int, int], width: int, 
     return plane_shape[0] - 1 - j, i
 
 
-def slice_pixels(values, kind, lo: float, hi: float, table: np.ndarray, width: int,
-                 height: int):
+_LAYOUT: dict = {}
+"""Device arrays that depend only on the image layout (pixel-to-node maps, kind palette,
+colour tables), made once: the steps are not held up by host-to-device copies."""
+
+
+def _cached(key, make):
+    if key not in _LAYOUT:
+        if len(_LAYOUT) > 32:
+            _LAYOUT.clear()
+        _LAYOUT[key] = make()
+    return _LAYOUT[key]
+
+
+def _pixel_map(xp, rows: int, cols: int, width: int, height: int):
+    """(node row per pixel row, node column per pixel column, inside mask) on ``xp``."""
+    scale, left, top = field_box((rows, cols), width, height)
+    x = np.floor((np.arange(width) - left + 0.5) / scale).astype(np.int64)
+    y = np.floor((np.arange(height) - top + 0.5) / scale).astype(np.int64)
+    inside = ((y >= 0) & (y < rows))[:, None] & ((x >= 0) & (x < cols))[None, :]
+    x, y = np.clip(x, 0, cols - 1), rows - 1 - np.clip(y, 0, rows - 1)
+    return xp.asarray(y[:, None]), xp.asarray(x[None, :]), xp.asarray(inside[..., None])
+
+
+def _kind_palette(xp):
+    """kind -> (r, g, b, drawn over the field)."""
+    palette = np.zeros((256, 4), dtype=np.uint8)
+    palette[list(SOLID_CODES)] = [*SOLID_COLOUR, 1]
+    palette[list(BOUNDARY_CODES)] = [*BOUNDARY_COLOUR, 1]
+    return xp.asarray(palette)
+
+
+def device_table(xp, table: np.ndarray):
+    """``table`` (256, 3) uint8 on the device of ``xp`` (cached)."""
+    table = np.asarray(table)
+    return _cached((xp.__name__, "table", table.tobytes()), lambda: xp.asarray(table))
+
+
+def slice_pixels(values, kind, lo, hi, table: np.ndarray, width: int, height: int):
     """RGB uint8 (height, width, 3) on the device of ``values`` (2D, rows = up axis) with the
-    node kinds ``kind`` (same shape, host or device) drawn over it."""
+    node kinds ``kind`` (same shape, host or device) drawn over it; ``lo``, ``hi`` floats or
+    0-d arrays on that device."""
     xp = array_module(values)
     rows, cols = values.shape
-    scale, left, top = field_box((rows, cols), width, height)
-    x = xp.floor((xp.arange(width) - left + 0.5) / scale).astype(xp.int64)
-    y = xp.floor((xp.arange(height) - top + 0.5) / scale).astype(xp.int64)
-    inside = ((y >= 0) & (y < rows))[:, None] & ((x >= 0) & (x < cols))[None, :]
-    x, y = xp.clip(x, 0, cols - 1), rows - 1 - xp.clip(y, 0, rows - 1)
-    colours = xp.asarray(table)[colour_indices(values, lo, hi)]
-    kind = xp.asarray(kind)
-    palette = xp.zeros((256, 4), dtype=xp.uint8)  # kind -> (r, g, b, drawn over the field)
-    palette[xp.asarray(SOLID_CODES)] = xp.asarray([*SOLID_COLOUR, 1], dtype=xp.uint8)
-    palette[xp.asarray(BOUNDARY_CODES)] = xp.asarray([*BOUNDARY_COLOUR, 1], dtype=xp.uint8)
-    over = palette[kind]
+    y, x, inside = _cached((xp.__name__, "map", rows, cols, width, height),
+                           lambda: _pixel_map(xp, rows, cols, width, height))
+    colours = device_table(xp, table)[colour_indices(values, lo, hi)]
+    over = _cached((xp.__name__, "palette"), lambda: _kind_palette(xp))[xp.asarray(kind)]
     colours = xp.where(over[..., 3:] > 0, over[..., :3], colours)
-    image = colours[y[:, None], x[None, :]]
-    return xp.where(inside[..., None], image, xp.asarray(BACKGROUND, dtype=xp.uint8))
+    background = _cached((xp.__name__, "background"),
+                         lambda: xp.asarray(BACKGROUND, dtype=xp.uint8))
+    return xp.where(inside, colours[y, x], background)
 
 
 def number_text(value: float) -> str:

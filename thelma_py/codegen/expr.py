@@ -154,5 +154,15 @@ def sqrt(value):
     return np.sqrt(value)
 
 
+def rsqrt(value):
+    """1/√x of a traced expression (CUDA ``rsqrt``, overloaded for float and double; a few ulps
+    in fp32) or of a NumPy value."""
+    if isinstance(value, Expr):
+        return Expr(f"rsqrt({value.text})", atom=True)
+    import numpy as np
+
+    return 1.0 / np.sqrt(value)
+
+
 def is_finite_number(value) -> bool:
     return isinstance(value, Number) and math.isfinite(float(value))

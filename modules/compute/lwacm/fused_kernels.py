@@ -151,6 +151,41 @@ __device__ __forceinline__ void copies_landed_but_newest()
 }
 """
 
+LES_HELPERS = """
+// LES kernels keep the plain kernel's occupancy (4 blocks of 32 x 8 per SM in fp32, 6 of
+// 32 x 4 in fp64): register caps that ptxas meets with a few spills outside the node update.
+#if RECORD_PARTS == 1
+#define LES_REGISTERS 64
+#else
+#define LES_REGISTERS 80
+#endif
+#define LES_MIN_BLOCKS (65536 / (LES_REGISTERS * NT))
+
+// A shared record read again (the LES kernel's second pass): a volatile load, so neither the
+// compiler nor ptxas merges it with the first read and keeps that record in registers between.
+__device__ __forceinline__ node_t reload(const node_t* p)
+{
+#if defined(THELMA_HOST_THREADS) || !defined(__CUDA_ARCH__)
+    return *p;
+#else
+    node_t v;
+    const unsigned at = (unsigned)__cvta_generic_to_shared(p);
+#if RECORD_PARTS == 1
+    asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.rho), "=f"(v.ux), "=f"(v.uy), "=f"(v.uz) : "r"(at));
+#else
+    asm volatile("ld.volatile.shared.v2.f64 {%0, %1}, [%2];"
+                 : "=d"(v.rho), "=d"(v.ux) : "r"(at));
+    asm volatile("ld.volatile.shared.v2.f64 {%0, %1}, [%2];"
+                 : "=d"(v.uy), "=d"(v.uz) : "r"(at + 16));
+#endif
+    return v;
+#endif
+}
+"""
+"""Only in LES kernels (:func:`kernel` with ``les``): the plain kernel reads each record once
+and leaves its registers to nvcc."""
+
 RING = 5
 """Planes of the shared ring: below, at and above the current plane, and two being loaded."""
 
@@ -218,6 +253,7 @@ def _update(lattice, force, path: str, les=None, store: str = "fp32",
     rho0 = Expr("r0", atom=True)
     u0 = [Expr(f"v{ax}0", atom=True) for ax in axes]
     slots = {1: "lo", 0: "mid", -1: "hi"}  # upstream x − c_i lies one plane below when c_m = 1
+    reads = dict.fromkeys(range(lattice.q), 0)  # an LES pass reads a record again: new names
 
     def upstream(i: int):
         if i == 0:
@@ -225,19 +261,22 @@ def _update(lattice, force, path: str, les=None, store: str = "fp32",
         c = cuda.c3(lattice, i)
         plane = slots[c[march]]
         offset = f"{c[0]} + SX * ({c[1]})" if lattice.d == 3 else f"{c[0]}"
-        em.raw(f"const node_t a{i} = {plane}[c - ({offset})];")
-        em.raw(f"real_t r{i} = a{i}.rho, "
-               + ", ".join(f"v{ax}{i} = a{i}.u{ax}" for ax in axes) + ";")
+        k = f"{i}_{reads[i]}" if reads[i] else f"{i}"
+        record = f"{plane}[c - ({offset})]"
+        em.raw(f"const node_t a{k} = " + (f"reload(&{record});" if reads[i] else f"{record};"))
+        reads[i] += 1
+        em.raw(("[[maybe_unused]] " if les is not None else "") + f"real_t r{k} = a{k}.rho, "
+               + ", ".join(f"v{ax}{k} = a{k}.u{ax}" for ax in axes) + ";")
         if path != "bulk":
             velocity, setup = None, ""
             if path == "moving":
                 setup = cuda.wall_id_call(lattice, i) + " "
                 velocity = [Expr(f"bc[4 * id{i} + {a}]", atom=True) for a in range(lattice.d)]
             rho_g, u_g = rule.wall_ghost(rho0, u0, velocity)
-            assign = " ".join([f"r{i} = {rho_g};"]
-                              + [f"v{ax}{i} = {ug};" for ax, ug in zip(axes, u_g, strict=True)])
+            assign = " ".join([f"r{k} = {rho_g};"]
+                              + [f"v{ax}{k} = {ug};" for ax, ug in zip(axes, u_g, strict=True)])
             em.raw(f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
-        return Expr(f"r{i}", atom=True), [Expr(f"v{ax}{i}", atom=True) for ax in axes]
+        return Expr(f"r{k}", atom=True), [Expr(f"v{ax}{k}", atom=True) for ax in axes]
 
     rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force, les)
     em.raw("node_t out;")
@@ -253,8 +292,8 @@ def _update(lattice, force, path: str, les=None, store: str = "fp32",
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
            les=None, store: str = "fp32", rounding: str = "nearest") -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
-    ``__launch_bounds__``, 0 for none; ``store``: the record storage, 16-bit records are
-    staged through registers, see :func:`_staging16`)."""
+    ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``store``: the
+    record storage, 16-bit records are staged through registers, see :func:`_staging16`)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -270,8 +309,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 {_update(lattice, force, "moving", les, store, rounding)}
                 }}
 """ if moving_walls else "")
-    text = f"""
-{args(store, rounding).signature("lwacm_fused_step", cuda.launch_bounds(px * py, min_blocks))}
+    bounds = cuda.launch_bounds(px * py, min_blocks)
+    if les is not None and not min_blocks:
+        bounds = f"__launch_bounds__({px * py}, LES_MIN_BLOCKS)"
+    text = ("" if les is None else LES_HELPERS) + f"""
+{args(store, rounding).signature("lwacm_fused_step", bounds)}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;

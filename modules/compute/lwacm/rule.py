@@ -24,9 +24,10 @@ the name of a kernel argument).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import sqrt as root_of
 from numbers import Number
 
-from thelma_py.codegen.expr import dot, sqrt
+from thelma_py.codegen.expr import dot, rsqrt, sqrt
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import moments
 
@@ -146,17 +147,33 @@ def pulled_stress(lattice: Lattice, f_in: Sequence, j0: Sequence, rho, let: Call
 
 
 def _velocity_at(lattice: Lattice, fetch: Callable) -> Callable:
-    """u at x + e for a lattice vector e of the stencil (or 0): ``fetch(i)`` gives x − c_i."""
+    """u at x + e for a lattice vector e of the stencil (or 0): ``fetch(i)`` gives x − c_i.
+    Each node is fetched once, at its first use (the generated code loads it there)."""
     index = {tuple(int(v) for v in lattice.c[i]): i for i in range(lattice.q)}
-    return lambda e: fetch(index[tuple(-v for v in e)])[1]
+    seen = {}
+
+    def at(e):
+        i = index[tuple(-v for v in e)]
+        if i not in seen:
+            seen[i] = fetch(i)[1]
+        return seen[i]
+
+    return at
 
 
-def strain_and_gradient(lattice: Lattice, fetch: Callable, let: Callable):
-    """|S| = √(2 S:S) at a node and its gradient ∇|S|, by central differences of the upstream
+def strain_and_gradient(lattice: Lattice, fetch: Callable, let: Callable, scale: float = 1.0):
+    """|S| = √(2 S:S) at a node and ``scale`` ∇|S|, by central differences of the upstream
     velocities (``fetch(i)`` = (ρ, u) of x − c_i, wall ghosts applied, so a wall enters as its
     Dirichlet value at the link midpoint): ∂_b u_a ≈ (u_a(x + e_b) − u_a(x − e_b)) / 2, second
     derivatives from the axis and face-diagonal neighbours (D2Q9, D3Q19 and D3Q27 hold them all);
-    ∂_c|S| = 2 S:∂_c S / |S| (0 where |S| = 0)."""
+    ∂_c|S| = 2 S:∂_c S / |S| = (2 / |S|) Σ_ab S_ab ∂_b∂_c u_a (S symmetric; 0 where |S| = 0).
+
+    Neighbours are fetched in the order the sums use them, so generated code holds a few
+    accumulators instead of every neighbour's record: the axis pairs (∂_b u_a and ∂_b² u_a, which
+    start the sums once S is known), then the four face diagonals of each plane (b, c), whose
+    mixed derivative ∂_b∂_c u_a goes into the sums of ∂_c|S| and ∂_b|S| at once. D3Q27's
+    corners are not needed. The differences are kept unscaled (T = 4 S, X_abc = 4 ∂_b∂_c u_a)
+    and one 1/√ gives both |S| and the 1/|S| of the gradient: no division, no square root."""
     d = lattice.d
     at = _velocity_at(lattice, fetch)
     unit = [tuple(1 if k == b else 0 for k in range(d)) for b in range(d)]
@@ -168,24 +185,43 @@ def strain_and_gradient(lattice: Lattice, fetch: Callable, let: Callable):
         return tuple(-v for v in e)
 
     u0 = at((0,) * d)
-    grad = [[let(0.5 * (at(unit[b])[a] - at(neg(unit[b]))[a]), f"du{a}{b}")
-             for b in range(d)] for a in range(d)]  # grad[a][b] = ∂_b u_a
+    diff = [[None] * d for _ in range(d)]  # diff[a][b] = 2 ∂_b u_a
+    curve = [[None] * d for _ in range(d)]  # curve[a][b] = ∂_b² u_a
+    for b in range(d):
+        up, down = at(unit[b]), at(neg(unit[b]))
+        for a in range(d):
+            diff[a][b] = let(up[a] - down[a], f"du{a}{b}")
+            curve[a][b] = let(up[a] + down[a] - 2.0 * u0[a], f"dd{a}{b}{b}")
 
-    def second(a, b, c):  # ∂_b ∂_c u_a
-        if b == c:
-            return at(unit[b])[a] - 2.0 * u0[a] + at(neg(unit[b]))[a]
-        eb, ec = unit[b], unit[c]
-        return 0.25 * (at(shifted(eb, ec))[a] - at(shifted(eb, neg(ec)))[a]
-                       - at(shifted(neg(eb), ec))[a] + at(shifted(neg(eb), neg(ec)))[a])
+    four = {}  # four[(a, b)] = 4 S_ab, a ≤ b
+    for a in range(d):
+        for b in range(a, d):
+            four[(a, b)] = let(2.0 * diff[a][a] if a == b else diff[a][b] + diff[b][a],
+                               f"S{a}{b}")
 
-    pairs = [(a, b) for a in range(d) for b in range(a, d)]
-    strain = {(a, b): let(0.5 * (grad[a][b] + grad[b][a]), f"S{a}{b}") for a, b in pairs}
-    weight = {(a, b): 1.0 if a == b else 2.0 for a, b in pairs}  # S:S counts S_ab twice
-    norm = let(sqrt(2.0 * sum(weight[p] * strain[p] * strain[p] for p in pairs)), "strain")
-    inverse = let(2.0 / (norm + 1e-30), "inv_strain")
-    gradient = [let(inverse * sum(weight[(a, b)] * strain[(a, b)]
-                                  * (0.5 * (second(a, b, c) + second(b, a, c)))
-                                  for a, b in pairs), f"dS{c}") for c in range(d)]
+    def t(a, b):
+        return four[(min(a, b), max(a, b))]
+
+    # 16 · 2 S:S / 2 = Σ_ab T_ab² (off-diagonal pairs twice); |S| = √(P / 8), 1/|S| = √8 / √P
+    square = let(sum(four[p] * four[p] * (1.0 if p[0] == p[1] else 2.0) for p in four),
+                 "strain_sq")
+    root = let(rsqrt(square + 1e-30), "strain_rsqrt")
+    norm = let(square * root * (1.0 / root_of(8.0)), "strain")
+
+    # sums[c] = 16 Σ_ab S_ab ∂_b∂_c u_a: the axis terms (b = c) first, then plane by plane
+    sums = [let(dot_list([t(a, c) for a in range(d)], [curve[a][c] for a in range(d)]) * 4.0,
+                f"sS{c}") for c in range(d)]
+    for b in range(d):
+        for c in range(b + 1, d):
+            eb, ec = unit[b], unit[c]
+            pp, pm = at(shifted(eb, ec)), at(shifted(eb, neg(ec)))
+            mp, mm = at(shifted(neg(eb), ec)), at(shifted(neg(eb), neg(ec)))
+            mixed = [let(pp[a] - pm[a] - mp[a] + mm[a], f"dd{a}{b}{c}") for a in range(d)]
+            sums[c] = let(accumulate(sums[c], [t(a, b) for a in range(d)], mixed), f"sS{c}_{b}")
+            sums[b] = let(accumulate(sums[b], [t(a, c) for a in range(d)], mixed), f"sS{b}_{c}")
+    # ∂_c|S| = (2 / |S|) sums[c] / 16 = sums[c] / (√8 √P)
+    factor = let(root * (scale / root_of(8.0)), "dS_scale")
+    gradient = [let(factor * sums[c], f"dS{c}") for c in range(d)]
     return norm, gradient
 
 
@@ -216,8 +252,10 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     with f*_i = ρ (w_i − 3/2 w_i |u|² + (c_i·u)(3 w_i (1 − κ) + 9/2 w_i c_i·u)) of the upstream
     node: the same rule as eq. (11), in about half the operations of one equilibrium per link.
 
-    ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): all upstream values are fetched first,
-    |S| and ∇|S| from their differences (:func:`strain_and_gradient`) raise the node's τ, and
+    ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): a first pass over the upstream values
+    takes |S| and ∇|S| from their differences (:func:`strain_and_gradient`, which calls
+    ``upstream`` once more per neighbour it needs, before the pass above: generated code reads
+    shared memory twice instead of holding every record), they raise the node's τ, and
     each link takes κ at its midpoint, κ_i = κ(x) − ½ c_i·∇κ, in eq. (11):
     f_i(x, t+1) = f^(e)_i(x − c_i) + κ_i (f^(e,o)_i(x) − f^(e,o)_i(x − c_i)). A Taylor
     expansion gives the viscous term in divergence form, ∇·(ν(x)(∇u + ∇uᵀ + I ∇·u)); with κ(x)
@@ -225,15 +263,13 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     """
     link_shift = None
     if les is not None:
-        fetched = {i: upstream(i) for i in range(lattice.q)}
-        upstream = fetched.__getitem__
-        strain, slope = strain_and_gradient(lattice, upstream, let)
+        strain, slope = strain_and_gradient(lattice, upstream, let, 3.0 * les.c_s * les.c_s)
         kappa = let(les_kappa(les, kappa, strain), "kappa_t")
         # κ at the link midpoint x − c_i/2: κ(x) − ½ c_i·∇κ, ∇κ = −6 C_s² ∇|S|
-        k3 = 3.0 * les.c_s * les.c_s
-        link_shift = [let(k3 * slope_c, f"dk{c}") for c, slope_c in enumerate(slope)]
+        link_shift = slope
     rho0, u0 = upstream(0)
     linear = {}  # w 3(1 − κ), one per weight
+    shifts = {}  # c_i·(3 C_s² ∇|S|), once per pair of opposite links
     rho = None
     j = [0.0] * lattice.d
     for i in range(lattice.q):
@@ -243,14 +279,18 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
         cu = dot(lattice.c[i], u_i)
         if isinstance(cu, Number) and cu == 0:  # the rest direction
             s = let(rho_i * (w - (1.5 * w) * usq), f"s{i}")
-        elif link_shift is not None:  # each link its own κ_i = κ + c_i·(3 C_s² ∇|S|)
-            kappa_i = kappa + dot(lattice.c[i], link_shift)
-            lin = let((3.0 * w) * (1.0 - kappa_i), f"lin{i}")
-            s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
         else:
             if w not in linear:
                 linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
-            s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (linear[w] + (4.5 * w) * cu)), f"s{i}")
+            lin = linear[w]
+            if link_shift is not None:  # each link its own κ_i = κ + c_i·(3 C_s² ∇|S|)
+                c = tuple(int(v) for v in lattice.c[i])
+                sign = 1.0 if next(v for v in c if v) > 0 else -1.0
+                key = tuple(int(sign) * v for v in c)
+                if key not in shifts:
+                    shifts[key] = let(dot(key, link_shift), f"dk{i}")
+                lin = lin - (3.0 * w * sign) * shifts[key]
+            s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
         rho = s if rho is None else let(rho + s, f"m{i}")
         j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}")
              for a, (ja, c) in enumerate(zip(j, lattice.c[i], strict=True))]
@@ -260,6 +300,13 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     u = [let((ja + kappa * rho0 * ua) * inverse, f"u{'xyz'[a]}")
          for a, (ja, ua) in enumerate(zip(j, u0, strict=True))]
     return rho, add_force(u, let, force)
+
+
+def accumulate(total, a: Sequence, b: Sequence):
+    """total + a_0 b_0 + a_1 b_1 + ..., added one product at a time (one FMA each)."""
+    for x, y in zip(a, b, strict=True):
+        total = total + x * y
+    return total
 
 
 def dot_list(a: Sequence, b: Sequence):

@@ -465,3 +465,35 @@ def test_16bit_fields_on_demand_are_the_moments_of_the_stored_state(host_gpu, sc
     assert gpu.all_finite()
     gpu.buffers[gpu.current][5, 3, 4, 2] = 0x7E00  # a NaN code in either format
     assert not gpu.all_finite()
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_bench_largest_16bit_aa_cube_sizes_by_38_bytes_and_runs(host_gpu, monkeypatch):
+    """``thelma bench --largest --store fp16s``: the cube is sized by the engine's own 38 B per
+    node (no ρ, u arrays, no tag array in a periodic box), built from uniform broadcast fields
+    and timed; the timing's finiteness check reads the stored codes (``all_finite``), not
+    ρ, u. On the host stand-in, with a device of 170 kB and events that report 1 s."""
+    import types
+
+    from thelma_py.modules.compute.lbm.cuda import CudaLbm
+    from thelma_py.tools.bench import BenchConfig, largest_cube
+
+    cp = host_gpu.xp
+    cp.broadcast_to = np.broadcast_to
+    cp.isfinite = np.isfinite
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+    event = types.SimpleNamespace(record=lambda *a: None, synchronize=lambda: None)
+    cp.cuda.Event = lambda *a, **k: event
+    cp.cuda.Device = lambda *a: types.SimpleNamespace(synchronize=lambda: None)
+    cp.cuda.get_elapsed_time = lambda start, stop: 1000.0  # ms: K = 8 steps per batch
+    monkeypatch.setattr(type(host_gpu), "memory", lambda self: (180_000, 200_000))
+
+    def no_fields(self):
+        raise AssertionError("the bench asked for rho, u (16 B per node more)")
+
+    monkeypatch.setattr(CudaLbm, "_fields_from_store", no_fields)
+    cfg = BenchConfig(collision="bgk", streaming="aa", case="periodic", size=0, store="fp16s")
+    record = largest_cube(cp, host_gpu, cfg, memory_limit=170_000)
+    assert record["memory_bytes_per_node"] == 38, record
+    assert record["size"] == 16 and record.get("ran"), record  # (0.95 · 170 kB / 38)^⅓ = 16.2
+    assert record["mlups"] > 0

@@ -11,6 +11,7 @@ The engine picks 32 x 8 threads (fp32) and a chunk from the domain and the SM co
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 
 from thelma_py.backend import select_backend
@@ -28,29 +29,35 @@ def main() -> None:
     parser.add_argument("--precision", default="float32")
     parser.add_argument("--rows", type=_ints, default=[4, 8, 12])
     parser.add_argument("--chunks", type=_ints, default=[4, 8, 16, 32])
+    parser.add_argument("--store", default="fp32", help="record storage: fp32, fp16s, fp16c")
+    parser.add_argument("--rounding", default="nearest", help="16-bit: nearest, stochastic")
+    parser.add_argument("--min-blocks", type=_ints, default=[0],
+                        help="__launch_bounds__ minimum blocks per SM to sweep (0: none)")
     parser.add_argument("--out")
     args = parser.parse_args()
     backend = select_backend("gpu")
     rows_out = []
     for case in args.cases.split(","):
         config = BenchConfig(compute="lwacm-fused", size=args.size, case=case,
-                             precision=args.precision)
+                             precision=args.precision, store=args.store,
+                             rounding=args.rounding)
         engine, nodes = build_engine(config, backend)
         picked = (engine.rows, engine.chunk)
-        for rows in args.rows:
-            engine.retune(rows=rows)
+        for rows, min_blocks in itertools.product(args.rows, args.min_blocks):
+            engine.retune(rows=rows, min_blocks=min_blocks)
             for chunk in args.chunks:
                 engine.retune(chunk=chunk)
                 mlups = time_engine(backend.xp, engine, nodes)["mlups"]
-                mark = " (picked)" if (rows, chunk) == picked else ""
+                mark = " (picked)" if (rows, chunk, min_blocks) == (*picked, 0) else ""
                 rows_out.append({"case": case, "rows": rows, "chunk": chunk, "mlups": mlups,
-                                 "picked": bool(mark)})
-                print(f"{case:9s} 32x{rows:<3d} chunk {chunk:4d} {mlups:9.0f} MLUPS{mark}",
-                      flush=True)
+                                 "min_blocks": min_blocks, "picked": bool(mark)})
+                print(f"{case:9s} {args.store} 32x{rows:<3d} m{min_blocks} chunk {chunk:4d} "
+                      f"{mlups:9.0f} MLUPS{mark}", flush=True)
         del engine
     if args.out:
         with open(args.out, "w") as handle:
-            json.dump({"size": args.size, "precision": args.precision, "rows": rows_out},
+            json.dump({"size": args.size, "precision": args.precision, "store": args.store,
+                       "rounding": args.rounding, "rows": rows_out},
                       handle, indent=1)
 
 

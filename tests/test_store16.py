@@ -399,11 +399,13 @@ def test_host_cuda_16bit_ranks_equal_one_domain_bit_for_bit(host_gpu, store):
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 @pytest.mark.parametrize(("streaming", "store", "plugin_bytes", "periodic_bytes"), [
     ("pull", "fp32", 2 * 19 * 4 + 16 + 4, 2 * 19 * 4 + 16),
-    ("pull", "fp16c", 2 * 19 * 2 + 16 + 4, 2 * 19 * 2 + 16),
-    ("aa", "fp16s", 19 * 2 + 16 + 4, 19 * 2 + 16)])
+    ("pull", "fp16c", 2 * 19 * 2 + 4, 2 * 19 * 2),
+    ("aa", "fp16s", 19 * 2 + 4, 19 * 2)])
 def test_memory_per_node_counts_16bit_populations_and_skips_unread_tags(
         host_gpu, streaming, store, plugin_bytes, periodic_bytes):
-    """D3Q19: 2 B per stored population; a box without a flagged tile holds no tag array."""
+    """D3Q19: 2 B per stored population, and no ρ, u arrays in 16-bit storage (38 B/node for
+    AA in a periodic box, the issue's ≤ 42 B); a box without a flagged tile holds no tag
+    array."""
     from thelma_py.geometry import Geometry
 
     lattice = LATTICES["D3Q19"]
@@ -422,3 +424,76 @@ def test_memory_per_node_counts_16bit_populations_and_skips_unread_tags(
     engine = params.create(lattice, closed, host_gpu, np.dtype(np.float32))
     assert engine.memory_bytes_per_node == plugin_bytes
     assert engine.traffic_bytes_per_node == 2 * 19 * (4 if store == "fp32" else 2)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("scheme", "store", "steps"), [
+    ("pull", "fp16s", 3), ("push", "fp16c", 3), ("aa", "fp16c", 3), ("aa", "fp16s", 4)])
+def test_16bit_fields_on_demand_are_the_moments_of_the_stored_state(host_gpu, scheme, store,
+                                                                     steps):
+    """16-bit storage holds no ρ, u: macroscopic() computes them from the held codes, one
+    population at a time. Against the moments of f* decoded and unstreamed whole by
+    :func:`layouts.from_scheme` (``canonical()``, another path), in every layout: pull, push
+    and AA after an odd (3) and an even (4) step, with a moving lid, a moving solid sphere and
+    a force. Same float32 values summed in another order: 1e-6 (a few ulps of ρ ≈ 1; a wrong
+    link or wall term shows as 1e-2); and near the NumPy reference, which rounds through the
+    same format (3 steps of the format: 1e-3)."""
+    lattice = LATTICES["D3Q19"]
+    tags = walled_geometry(lattice).evaluate(lattice)
+    params = Lbm(nu=0.04, collision="trt", streaming=scheme, store=store,
+                 force=(2e-5, -1e-5, 1e-5))
+    gpu, cpu = (params.create(lattice, tags, b, np.dtype(np.float32))
+                for b in (host_gpu, select_backend("cpu")))
+    assert not hasattr(gpu, "rho") and not hasattr(gpu, "u")
+    f = random_state(lattice, tags.tags.shape, np.float32)
+    for engine in (gpu, cpu):
+        engine.load_state({"f": f})
+        engine.step(steps)
+    rho, u = (np.array(a) for a in gpu.macroscopic())
+    assert gpu.macroscopic()[0] is gpu.macroscopic()[0]  # kept until the next step
+    canonical = np.array(gpu.canonical()).astype(np.float64)
+    rho_ref = canonical.sum(axis=0)
+    u_ref = np.tensordot(lattice.c.T.astype(np.float64), canonical, axes=1) / rho_ref
+    u_ref -= 0.5 * np.asarray(params.force).reshape(-1, 1, 1, 1)
+    u_ref[:, tags.solid] = 0
+    assert np.abs(rho - rho_ref).max() < 1e-6
+    assert np.abs(u - u_ref).max() < 1e-6
+    fluid = tags.fluid
+    rho_c, u_c = cpu.macroscopic()
+    assert np.abs(rho[fluid] - rho_c[fluid]).max() < 1e-3
+    assert np.abs(u[:, fluid] - u_c[:, fluid]).max() < 1e-3
+    assert gpu.all_finite()
+    gpu.buffers[gpu.current][5, 3, 4, 2] = 0x7E00  # a NaN code in either format
+    assert not gpu.all_finite()
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_bench_largest_16bit_aa_cube_sizes_by_38_bytes_and_runs(host_gpu, monkeypatch):
+    """``thelma bench --largest --store fp16s``: the cube is sized by the engine's own 38 B per
+    node (no ρ, u arrays, no tag array in a periodic box), built from uniform broadcast fields
+    and timed; the timing's finiteness check reads the stored codes (``all_finite``), not
+    ρ, u. On the host stand-in, with a device of 170 kB and events that report 1 s."""
+    import types
+
+    from thelma_py.modules.compute.lbm.cuda import CudaLbm
+    from thelma_py.tools.bench import BenchConfig, largest_cube
+
+    cp = host_gpu.xp
+    cp.broadcast_to = np.broadcast_to
+    cp.isfinite = np.isfinite
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+    event = types.SimpleNamespace(record=lambda *a: None, synchronize=lambda: None)
+    cp.cuda.Event = lambda *a, **k: event
+    cp.cuda.Device = lambda *a: types.SimpleNamespace(synchronize=lambda: None)
+    cp.cuda.get_elapsed_time = lambda start, stop: 1000.0  # ms: K = 8 steps per batch
+    monkeypatch.setattr(type(host_gpu), "memory", lambda self: (180_000, 200_000))
+
+    def no_fields(self):
+        raise AssertionError("the bench asked for rho, u (16 B per node more)")
+
+    monkeypatch.setattr(CudaLbm, "_fields_from_store", no_fields)
+    cfg = BenchConfig(collision="bgk", streaming="aa", case="periodic", size=0, store="fp16s")
+    record = largest_cube(cp, host_gpu, cfg, memory_limit=170_000)
+    assert record["memory_bytes_per_node"] == 38, record
+    assert record["size"] == 16 and record.get("ran"), record  # (0.95 · 170 kB / 38)^⅓ = 16.2
+    assert record["mlups"] > 0

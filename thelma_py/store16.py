@@ -112,6 +112,88 @@ def encode(fmt: Format16, x, xp=np):
     return (code | sign).astype(np.uint16)
 
 
+ROUNDINGS = ("nearest", "stochastic")
+"""How a value is rounded to a 16-bit code: to nearest (ties to even), or stochastically (up
+with probability equal to the fraction of a step: unbiased, so changes smaller than half a
+step are not lost on average; the random bits come from :func:`dither_bits`)."""
+
+
+def encode_stochastic(fmt: Format16, x, r, xp=np):
+    """Round float32 values to the format stochastically: the magnitude's bits below the kept
+    ones plus ``r >> (32 − shift)`` (uniform over a step), then truncated; ``r``: uint32 random
+    bits per value (of which the top ``shift`` are used; fewer than 32 below the smallest
+    normal, where up to 31 are). Overflow → ±∞, NaN → NaN, as :func:`encode`."""
+    u = xp.ascontiguousarray(x.astype(np.float32)).view(np.uint32).astype(np.int64)
+    r = r.astype(np.int64)
+    sign = (u >> 16) & 0x8000
+    a = u & 0x7FFFFFFF
+    sh = fmt.shift
+    normal = (a - fmt.rebias + (r >> (32 - sh))) >> sh
+    normal = xp.where(normal > fmt.inf_code, fmt.inf_code, normal)
+    e = (a >> 23) - 127 + fmt.bias
+    s = (sh + 1 - e).clip(1, 31)
+    m24 = (a & 0x7FFFFF) | 0x800000
+    sub = (m24 + (r >> (32 - s))) >> s
+    code = xp.where(e >= 1, normal, xp.where(sh + 1 - e > 31, 0, sub))
+    code = xp.where(a > 0x7F800000, fmt.inf_code | (1 << (fmt.man_bits - 1)), code)
+    return (code | sign).astype(np.uint16)
+
+
+def mix32(x, xp=np):
+    """A 32-bit integer hash (Wellons' "lowbias32" constants) of uint32 values (any integer
+    array; computed in uint64, returned as uint64 values below 2³²)."""
+    mask = np.uint64(0xFFFFFFFF)
+    x = xp.asarray(x).astype(np.uint64) & mask
+    x ^= x >> np.uint64(16)
+    x = (x * np.uint64(0x7FEB352D)) & mask
+    x ^= x >> np.uint64(15)
+    x = (x * np.uint64(0x846CA68B)) & mask
+    x ^= x >> np.uint64(16)
+    return x
+
+
+def dither_bits(gx, gy, gz, seed: int, xp=np) -> list:
+    """Four uint32 words of random bits per node (for the 4 values of a record) from its
+    global coordinates and a step seed: key = x + 2¹¹ y + 2²² z (wrapping), two hashes of key
+    xor a hash of the seed, each split in two 16-bit halves (placed in the top bits)."""
+    mask = np.uint64(0xFFFFFFFF)
+    key = (xp.asarray(gx).astype(np.uint64) + (xp.asarray(gy).astype(np.uint64) << np.uint64(11))
+           + (xp.asarray(gz).astype(np.uint64) << np.uint64(22))) & mask
+    words = []
+    for k in range(2):
+        h = mix32(key ^ mix32(np.uint64(2 * (seed & 0x7FFFFFFF) + k), xp), xp)
+        words += [h & np.uint64(0xFFFF0000), (h << np.uint64(16)) & mask]
+    return words
+
+
+def cuda_stochastic(fmt: Format16) -> str:
+    """C functions ``mix32(unsigned)`` and ``pop_encode_sr(float, unsigned r) -> unsigned
+    short``: :func:`mix32` and :func:`encode_stochastic` (integer operations, host C++ too)."""
+    sh, m = fmt.shift, fmt.man_bits
+    return f"""__device__ __forceinline__ unsigned mix32(unsigned x)
+{{
+    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+    return x;
+}}
+__device__ __forceinline__ unsigned short pop_encode_sr(float x, unsigned r)
+{{
+    const unsigned u = pop_bits(x), a = u & 0x7FFFFFFFu;
+    const unsigned sign = (u >> 16) & 0x8000u;
+    const int e = (int)(a >> 23) - {127 - fmt.bias};
+    unsigned code;
+    if (e >= 1) {{
+        code = min((a - {fmt.rebias}u + (r >> {32 - sh})) >> {sh}, {fmt.inf_code}u);
+    }} else {{
+        const int s = {sh + 1} - e;
+        const unsigned m24 = (a & 0x7FFFFFu) | 0x800000u;
+        code = s > 31 ? 0u : (m24 + (r >> (32 - s))) >> s;
+    }}
+    if (a > 0x7F800000u) code = {fmt.inf_code | (1 << (m - 1))}u;
+    return (unsigned short)(code | sign);
+}}
+"""
+
+
 def decode(fmt: Format16, code, xp=np):
     """Float32 values of codes (exact); ``xp`` as in :func:`encode`."""
     h = code.astype(np.int64)

@@ -52,7 +52,10 @@ class BenchConfig:
     """LBM dense: moving-wall terms only in tiles that touch a moving wall (None: the
     plug-in's default)."""
     store: str = "fp32"
-    """LBM population storage: fp32, or 16 bits (fp16s, fp16c) with fp32 arithmetic."""
+    """LBM population / single-step LW-ACM record storage: fp32, or 16 bits (fp16s, fp16c)
+    with fp32 arithmetic."""
+    rounding: str = "nearest"
+    """lwacm-fused 16-bit records: rounded to nearest or stochastically."""
 
     @property
     def label(self) -> str:
@@ -64,7 +67,8 @@ class BenchConfig:
             f" {self.propagation}" if self.propagation != "direct" else "") + (
             f" {self.wall_launch}" if self.wall_launch != "fused" else "") + (
             {None: "", True: " moving-tiles", False: " all-tiles"}[self.moving_tiles]) + (
-            f" {self.store}" if self.store != "fp32" else "")
+            f" {self.store}" if self.store != "fp32" else "") + (
+            " sr" if self.rounding == "stochastic" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -109,6 +113,8 @@ def compute_params(cfg: BenchConfig):
                                   "wall_launch": cfg.wall_launch}}
         if cfg.moving_tiles is not None:
             extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
+    if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
+        extra.update(store=cfg.store, rounding=cfg.rounding)
     if cfg.les != "none":
         extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -159,8 +165,12 @@ def time_engine(cp, engine, nodes: int, target_seconds: float = 0.25, repeats: i
         stop.synchronize()
         seconds = cp.cuda.get_elapsed_time(start, stop) / 1e3
         mlups.append(nodes * steps / seconds / 1e6)
-    rho, _ = getattr(engine, "fluid_macroscopic", engine.macroscopic)()  # no dense copy
-    if not bool(cp.isfinite(rho).all()):
+    if hasattr(engine, "all_finite"):  # checks the stored state: no fields to allocate
+        finite = engine.all_finite()
+    else:
+        rho, _ = getattr(engine, "fluid_macroscopic", engine.macroscopic)()  # no dense copy
+        finite = bool(cp.isfinite(rho).all())
+    if not finite:
         raise RuntimeError("benchmark state went non-finite")
     return {"mlups": statistics.median(mlups), "mlups_min": min(mlups),
             "mlups_max": max(mlups), "steps_per_repeat": steps, "repeats": repeats}
@@ -255,7 +265,8 @@ def _les(record: dict) -> str:
 def _precision(record: dict) -> str:
     """'float32', or 'float32/fp16c' where populations are stored in 16 bits."""
     store = record.get("store", "fp32")
-    return record["precision"] + ("" if store == "fp32" else f"/{store}")
+    sr = "-sr" if record.get("rounding") == "stochastic" else ""  # stochastic rounding
+    return record["precision"] + ("" if store == "fp32" else f"/{store}{sr}")
 
 
 def _scheme(record: dict) -> str:
@@ -288,8 +299,11 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     if (cfg.wall_launch != "fused" or cfg.moving_tiles) and (
             cfg.compute != "lbm" or cfg.storage != "dense" or cfg.propagation != "direct"):
         return False
-    if cfg.store != "fp32" and (cfg.compute != "lbm" or cfg.precision != "float32"):
-        return False  # 16-bit storage: LBM with fp32 arithmetic only
+    if cfg.store != "fp32" and (cfg.compute not in ("lbm", "lwacm-fused")
+                                or cfg.precision != "float32"):
+        return False  # 16-bit storage: LBM and single-step LW-ACM, fp32 arithmetic only
+    if cfg.rounding != "nearest" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
+        return False  # stochastic rounding: 16-bit single-step LW-ACM records only
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -331,11 +345,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
                         help="porous case: fluid fractions of the medium, e.g. 0.1,0.3,0.6")
     parser.add_argument("--store", type=_words, default=["fp32"],
-                        help="lbm population storage to sweep: fp32,fp16s,fp16c (16-bit: "
-                             "float32 arithmetic)")
+                        help="lbm population / lwacm-fused record storage to sweep: "
+                             "fp32,fp16s,fp16c (16-bit: float32 arithmetic)")
+    parser.add_argument("--rounding", type=_words, default=["nearest"],
+                        help="lwacm-fused 16-bit records: nearest,stochastic to sweep")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 float32, in-place; "
-                             "LBM once per --store)")
+                             "LBM and lwacm-fused once per --store)")
     parser.add_argument("--memory-limit-gb", type=float, default=None,
                         help="with --largest: size the domain for this much memory (e.g. 80; "
                              "default: the free device memory)")
@@ -386,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
         args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
         [None] if args.moving_tiles is None else [bool(v) for v in args.moving_tiles],
-        args.store))
+        args.store, args.rounding))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "
@@ -416,7 +432,7 @@ def run(args: argparse.Namespace) -> int:
     if args.largest:
         limit = args.memory_limit_gb * 1e9 if args.memory_limit_gb else None
         for compute, store in itertools.product(args.compute, args.store):
-            if compute != "lbm" and store != "fp32":
+            if compute not in ("lbm", "lwacm-fused") and store != "fp32":
                 continue  # LBM in place (the smallest LBM footprint), once per storage
             cfg = BenchConfig(compute=compute, streaming="aa" if compute == "lbm" else "pull",
                               case="periodic", size=0, store=store)

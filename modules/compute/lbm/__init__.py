@@ -111,7 +111,9 @@ class Lbm(RelaxationTime):
         if backend.is_gpu:  # populations (AA: one copy in place), ρ, u and the tags
             buffers = 1 if self.streaming == "aa" else 2
             pop = bytes_per_value(self.store, real)
-            return buffers * lattice.q * pop + (1 + lattice.d) * real + tag
+            # 16-bit storage keeps no ρ, u (computed when asked; dense storage)
+            fields = 0 if self.store != "fp32" else (1 + lattice.d) * real
+            return buffers * lattice.q * pop + fields + tag
         return 2 * lattice.q * real + tag  # NumPy: stream from one buffer into the other
 
     def stability_advice(self) -> str:

@@ -115,8 +115,17 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         q = lattice.q
         pop = self.dtype if self.store == "fp32" else np.uint16
         self.buffers = [xp.empty((q, *self.shape), dtype=pop) for _ in range(buffers)]
-        self.rho = xp.empty(self.shape, dtype=self.dtype)
-        self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
+        # 16-bit storage keeps no ρ, u: macroscopic() computes them from the stored populations
+        # when asked (docs/DESIGN.md, "16-bit LW-ACM records and ρ, u on demand")
+        self.lean = self.store != "fp32"
+        self._fields = None  # lean: (ρ, u) of the current state, once asked for
+        if self.lean:  # the plain kernels' rho_out, u_out: never written
+            self._outputs = {"rho_out": xp.empty(1, dtype=self.dtype),
+                             "u_out": xp.empty(1, dtype=self.dtype)}
+        else:
+            self._outputs = {}
+            self.rho = xp.empty(self.shape, dtype=self.dtype)
+            self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
         self.current = 0
         self.phase = "post-even"
         self.omega = self.dtype.type(params.omega)
@@ -132,8 +141,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
 
     @property
     def memory_bytes_per_node(self) -> int:
-        """Per node: populations, ρ, u and the tag (the open-boundary values, one row of 4
-        reals per node of each open face plane, are not counted: a plane, not a volume)."""
+        """Per node: populations, ρ, u (not in 16-bit storage: computed when asked, into new
+        arrays not counted here) and the tag (the open-boundary values, one row of 4 reals per
+        node of each open face plane, are not counted: a plane, not a volume)."""
         tags = 0 if self.tags_stored else self.tags.tags.dtype.itemsize  # not allocated
         return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend) - tags
 
@@ -146,7 +156,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.buffers[0][...] = self._encoded(held)
         if len(self.buffers) > 1:
             self.buffers[1][...] = held
-        self._macroscopic_from(f_post)
+        if self.lean:
+            self._fields = None
+        else:
+            self._macroscopic_from(f_post)
         self._graphs.clear()
 
     def _encoded(self, f, slot: slice | int = slice(None)):
@@ -200,6 +213,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                     buffer[slot][slab] = feq
         self.current, self.phase = 0, "post-even"
         self._graphs.clear()
+        self._fields = None
+        if self.lean:  # ρ, u when asked, from the rounded populations (as the reference)
+            return
         self.rho[...] = rho
         for a, ua in enumerate(u):
             self.u[a] = ua
@@ -214,7 +230,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     def state(self) -> dict[str, np.ndarray]:
         state = {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
                  "layout": np.array(f"{self.scheme}/{self.phase}"),
-                 "rho": self.rho.get(), "u": self.u.get(), "store": np.array(self.store)}
+                 **{k: a.get() for k, a in zip(("rho", "u"), self.macroscopic(), strict=True)},
+                 "store": np.array(self.store)}
         return state
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
@@ -232,13 +249,87 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             self.buffers[0][...] = self.cp.asarray(state["held"])
             if len(self.buffers) > 1:
                 self.buffers[1][...] = self.buffers[0]
-            self.rho[...] = self.cp.asarray(state["rho"])
-            self.u[...] = self.cp.asarray(state["u"])
+            if not self.lean:
+                self.rho[...] = self.cp.asarray(state["rho"])
+                self.u[...] = self.cp.asarray(state["u"])
         else:
             self._set_canonical(self.cp.asarray(f))
 
     def macroscopic(self):
-        return self.rho, self.u
+        """ρ and u of the current state: the arrays the last step wrote, or in 16-bit storage
+        new arrays computed from the stored populations (kept until the next step)."""
+        if not self.lean:
+            return self.rho, self.u
+        if self._fields is None:
+            self._fields = self._fields_from_store()
+        return self._fields
+
+    def _fields_from_store(self):
+        """ρ = Σ f*_i and u = Σ c_i f*_i / ρ (− g/2 with a force; 0 at solid nodes) from the
+        held populations, one population at a time (temporaries: two fp32 fields, and the
+        decoding done in slabs of planes)."""
+        xp, lat = self.cp, self.lattice
+        rho = xp.zeros(self.shape, dtype=self.dtype)
+        u = xp.zeros((lat.d, *self.shape), dtype=self.dtype)
+        for i in range(lat.q):
+            f_i = self._canonical_population(i)
+            rho += f_i
+            for a, c in enumerate(lat.c[i].tolist()):
+                if c:
+                    u[a] += f_i if c > 0 else -f_i
+            del f_i
+        u /= rho
+        if self.params.force is not None:
+            for a, g in enumerate(self.params.force):
+                u[a] -= self.dtype.type(0.5 * g)
+        u.reshape(lat.d, -1)[:, self.solid_index] = 0
+        return rho, u
+
+    def _canonical_population(self, i: int):
+        """f*_i (fp32, shape S) from the held 16-bit codes: what :func:`.layouts.from_scheme`
+        gives for population i, without decoding the other populations."""
+        xp, lat = self.cp, self.lattice
+        held = self.buffers[self.current]
+        opposite = lat.opposite
+        reversed_ = self.scheme == "aa" and self.phase == "post-even"
+        w = np.float32(lat.w[i])  # w_i = w_ī
+        decoded = xp.empty(self.shape, dtype=self.dtype)
+        source = held[opposite[i] if reversed_ else i]
+        planes = max(1, INIT_SLAB_NODES // max(1, self.nodes // self.shape[0]))
+        for lo in range(0, self.shape[0], planes):
+            decoded[lo:lo + planes] = from_codes(self.store, source[lo:lo + planes], w, xp)
+        if self.scheme == "pull" or reversed_:
+            return decoded
+        # push, AA after an odd step: slot i of node x + c_i holds f*_i(x); a link into a wall
+        # came back as ī at x (less Ladd's term); solid nodes keep f* (AA: reversed)
+        shift = tuple(-int(v) for v in lat.c[i][::-1])
+        out = xp.roll(decoded, shift, axis=tuple(range(len(shift))))
+        del decoded
+        j = opposite[i]
+        flat = out.reshape(-1)
+        if j in self.walls.index:
+            index = self.walls.index[j]
+            back = from_codes(self.store, held[j].reshape(-1)[index], w, xp)
+            term = self.walls.term[j]
+            flat[index] = back if term is None else back - term
+        if len(self.solid_index):
+            solid = held[i if self.scheme == "push" else j].reshape(-1)[self.solid_index]
+            flat[self.solid_index] = from_codes(self.store, solid, w, xp)
+        return out
+
+    def all_finite(self) -> bool:
+        """Whether every held population is finite (checked a population and a slab of planes
+        at a time, so that the largest domains need no full-size temporaries)."""
+        xp = self.cp
+        held = self.buffers[self.current]
+        planes = max(1, INIT_SLAB_NODES // max(1, self.nodes // self.shape[0]))
+        parts = [held[i][lo:lo + planes] for i in range(self.lattice.q)
+                 for lo in range(0, self.shape[0], planes)]
+        if not self.lean:
+            return all(bool(xp.isfinite(part).all()) for part in parts)
+        fmt = FORMATS[self.store]
+        top = np.uint16(fmt.exp_max << fmt.man_bits)  # the all-ones exponent: ∞ or NaN
+        return not any(bool(((part & top) == top).any()) for part in parts)
 
     # -- stepping ----------------------------------------------------------------------------
     def _launch(self, store: bool, advance: bool = True, rows: tuple[int, int] | None = None,
@@ -249,6 +340,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         parity = ""
         if self.scheme == "aa":
             parity = "odd" if self.phase == "post-even" else "even"
+        if self.lean:  # no ρ, u arrays: plain steps only; the fields are computed when asked
+            store, self._fields = False, None
         kernel = self.kernels[(parity, store)]
         y0, ny = rows or (0, self.ny)
         z0, nz = planes or (0, self.nz)
@@ -257,13 +350,13 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             buffers = {"f": self.buffers[0]}
         else:
             buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
-        args = self.args.pack(self, **buffers, y0=y0, z0=z0)
+        args = self.args.pack(self, **buffers, **self._outputs, y0=y0, z0=z0)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
         if self.split and self.n_wall_tiles:  # the flagged tiles, one warp each
             blocks = (int(self.n_wall_tiles) * TILE + self.block - 1) // self.block
             self.wall_kernels[(parity, store)](
                 (blocks, 1, 1), (self.block, 1, 1),
-                self.wall_args.pack(self, **buffers, y0=y0, z0=z0))
+                self.wall_args.pack(self, **buffers, **self._outputs, y0=y0, z0=z0))
         if not advance:
             return
         if self.scheme == "aa":
@@ -301,5 +394,6 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             nan = np.float32(np.nan) if self.store == "fp32" else np.uint16(
                 encode(FORMATS[self.store], np.full(1, np.nan, np.float32))[0])
             self.buffers[1 - self.current].fill(nan)
-        self.rho.fill(np.nan)
-        self.u.fill(np.nan)
+        if not self.lean:
+            self.rho.fill(np.nan)
+            self.u.fill(np.nan)

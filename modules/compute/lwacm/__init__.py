@@ -45,6 +45,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
+from thelma_py.store16 import ROUNDINGS, STORES
 from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import OPEN_KINDS, NodeKind, TagLayout
 from thelma_py.units import RelaxationTime
@@ -90,7 +91,9 @@ class LwacmParameters(RelaxationTime):
             from thelma_py.modules.compute.lwacm.reference import two_step_memory
 
             return two_step_memory(lattice, real, tag)
-        return (8 if backend.is_gpu else 2 * (1 + lattice.d)) * real + tag
+        if backend.is_gpu:  # two buffers of 4-value records (16-bit: 4 codes, 8 B)
+            return 8 * (real if getattr(self, "store", "fp32") == "fp32" else 2) + tag
+        return 2 * (1 + lattice.d) * real + tag
 
     def stability_advice(self) -> str:
         """LW-ACM has no collision model to change: LBM MRT is the sturdier scheme. Its own
@@ -155,3 +158,33 @@ class LwacmFused(LwacmParameters):
     """LW-ACM, single step (stores ρ, u only; finite-difference walls); lattice units."""
 
     fused = True
+
+    store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
+    """Record storage: 'fp32' (the arithmetic type), or 16-bit codes of ρ − 1 and u with fp32
+    arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate),
+    the formats of :mod:`thelma_py.store16`: 8 B records instead of 16. The NumPy reference
+    rounds through the same format after each step."""
+    rounding: str = attrs.field(default="nearest", validator=attrs.validators.in_(ROUNDINGS))
+    """16-bit records: 'nearest' (ties to even) or 'stochastic' (unbiased: up with the
+    probability of the fraction of a step, random bits hashed from the node's global
+    coordinates and the step number, the same in the NumPy reference). Rounding to nearest
+    loses every change of u smaller than half a step, which the single-step state (ρ, u only)
+    makes often: see docs/DESIGN.md (helper half2)."""
+
+    @rounding.validator
+    def _check_rounding(self, _, value):
+        if value != "nearest" and self.store == "fp32":
+            raise ValueError(f"rounding={value!r} is for 16-bit records; give store='fp16s' "
+                             "or 'fp16c', or leave rounding='nearest'")
+
+    def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
+        if self.store != "fp32" and np.dtype(dtype) != np.float32:
+            raise ValueError(f"store={self.store!r} stores 16 bits and computes in float32; "
+                             f"use precision float32 (got {np.dtype(dtype).name})")
+        open_kinds = sorted(NodeKind(int(k)).name.lower() for k in np.unique(tags.kind)
+                            if NodeKind(int(k)) in OPEN_KINDS)
+        if self.store != "fp32" and open_kinds:
+            raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
+                             f"combined with open boundaries ({', '.join(open_kinds)}) yet; "
+                             "use store='fp32' there")
+        return super().create(lattice, tags, backend, dtype)

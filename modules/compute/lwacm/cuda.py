@@ -46,6 +46,7 @@ from thelma_py.modules.compute.lwacm.reference import (
 )
 from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
+from thelma_py.store16 import FORMATS, check_state_store, from_codes, to_codes
 
 TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
@@ -69,7 +70,9 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
-            les=params.les, boundaries=open_links.arms(tags))
+            les=params.les, boundaries=open_links.arms(tags),
+            store=getattr(params, "store", "fp32"),
+            rounding=getattr(params, "rounding", "nearest"))
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -197,11 +200,17 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
     def __init__(self, params, lattice, tags, backend, dtype):
         super().__init__(params, lattice, tags, backend, dtype)
         xp = self.cp
+        self.store = params.store
+        self.stochastic = params.rounding == "stochastic"
+        self.clock = 0  # steps done: the seed of stochastic rounding
+        self.ox = self.oy = self.oz = np.int32(0)  # global (x, y, z) of node 0 (a rank's)
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
-        self.buffers = [xp.zeros((*self.shape, 4), dtype=self.dtype) for _ in range(2)]
+        record = self.dtype if self.store == "fp32" else np.uint16  # 16-bit: codes
+        self.buffers = [xp.zeros((*self.shape, 4), dtype=record) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
-        args = fused_kernels.OPEN_ARGS if self.config.boundaries else fused_kernels.ARGS
-        self.args = args.bind(real_t=self.dtype, node_t=self.dtype, tag_t=tags.tags.dtype)
+        self.args = fused_kernels.args(self.store, params.rounding,
+                                       bool(self.config.boundaries)).bind(
+            real_t=self.dtype, node_t=self.dtype, rec_t=np.uint16, tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
@@ -223,7 +232,8 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
 
     @property
     def traffic_bytes_per_node(self) -> int:
-        return fused_traffic(self.lattice, self.dtype.itemsize, self.chunk, self.rows)
+        size = self.dtype.itemsize if self.store == "fp32" else 2
+        return fused_traffic(self.lattice, size, self.chunk, self.rows)
 
     @property
     def memory_bytes_per_node(self) -> int:
@@ -235,31 +245,86 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         d = self.lattice.d
         xp = self.cp
         for buffer in self.buffers:
-            buffer[..., 0] = xp.asarray(rho)
-            for a in range(d):
-                buffer[..., 1 + a] = xp.asarray(u[a])
-            buffer[..., 1 + d:] = 0
+            if self.store == "fp32":
+                buffer[..., 0] = xp.asarray(rho)
+                for a in range(d):
+                    buffer[..., 1 + a] = xp.asarray(u[a])
+            else:  # codes of ρ − 1 and u, a slab of planes at a time (bounded temporaries)
+                for slab in self._slabs():
+                    fields = [(0, rho, 1.0)] + [(1 + a, u[a], 0.0) for a in range(d)]
+                    for k, value, shift in fields:
+                        buffer[slab + (Ellipsis, k)] = to_codes(
+                            self.store, xp.asarray(value)[slab], shift, xp)
+            buffer[..., 1 + d:] = 0  # code 0 is 0.0 in either format
             buffer.reshape(-1, 4)[self.solid_index, 1:] = 0  # walls at rest in the records
         self.current = 0
         self._graphs.clear()
+
+    def _slabs(self, nodes: int = 1 << 24):
+        """Index tuples of slabs of planes (along the first axis) of about ``nodes`` nodes."""
+        planes = max(1, nodes // max(1, self.nodes // self.shape[0]))
+        return [(slice(lo, lo + planes),) for lo in range(0, self.shape[0], planes)]
 
     def initialize(self, rho, u) -> None:
         self._set(rho, u)
 
     def state(self) -> dict[str, np.ndarray]:
         rho, u = self.macroscopic()
-        return {"rho": np.ascontiguousarray(rho.get()), "u": np.ascontiguousarray(u.get())}
+        state = {"rho": np.ascontiguousarray(rho.get()), "u": np.ascontiguousarray(u.get())}
+        if self.store == "fp32":
+            return state
+        # the codes themselves, components first like every field of a state (a distributed
+        # run cuts the last axes): a restart is bit for bit (ρ = 1 + (ρ − 1) in fp32 drops the
+        # smallest codes of ρ − 1)
+        records = np.ascontiguousarray(np.moveaxis(self.buffers[self.current].get(), -1, 0))
+        return {**state, "records": records,
+                "store": np.array(self.store), "clock": np.array(self.clock)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         rho = self._check(state, "rho", self.shape)
         u = self._check(state, "u", (lat.d, *self.shape))
+        check_state_store(state, self.store)
+        self.clock = int(state.get("clock", 0))
+        if self.store != "fp32" and str(state.get("store", "")) == self.store and (
+                "records" in state):
+            records = np.asarray(state["records"])
+            if records.shape != (4, *self.shape) or records.dtype != np.uint16:
+                raise ValueError(f"checkpoint holds records as {records.dtype}{records.shape}, "
+                                 f"this run needs uint16{(4, *self.shape)}")
+            for buffer in self.buffers:
+                buffer[...] = self.cp.asarray(np.ascontiguousarray(np.moveaxis(records, 0, -1)))
+            self.current = 0
+            self._graphs.clear()
+            return
         self._set(self.cp.asarray(rho), self.cp.asarray(u))
 
     def macroscopic(self):
-        """Views (ρ of shape S, u of shape (D, *S)) of the current records."""
+        """Views (ρ of shape S, u of shape (D, *S)) of the current records; with 16-bit
+        records new fp32 arrays decoded from them ((1 + D) values per node while held)."""
         held = self.buffers[self.current]
-        return held[..., 0], self.cp.moveaxis(held[..., 1:1 + self.lattice.d], -1, 0)
+        d = self.lattice.d
+        if self.store == "fp32":
+            return held[..., 0], self.cp.moveaxis(held[..., 1:1 + d], -1, 0)
+        xp = self.cp
+        rho = xp.empty(self.shape, dtype=self.dtype)
+        u = xp.empty((d, *self.shape), dtype=self.dtype)
+        for slab in self._slabs():
+            rho[slab] = from_codes(self.store, held[slab + (Ellipsis, 0)], 1.0, xp)
+            for a in range(d):
+                u[(a, *slab)] = from_codes(self.store, held[slab + (Ellipsis, 1 + a)], 0.0, xp)
+        return rho, u
+
+    def all_finite(self) -> bool:
+        """Whether every record of the current state is finite (a slab of planes at a time: no
+        full-size temporaries)."""
+        held = self.buffers[self.current]
+        parts = [held[slab] for slab in self._slabs()]
+        if self.store == "fp32":
+            return all(bool(self.cp.isfinite(part).all()) for part in parts)
+        fmt = FORMATS[self.store]
+        top = np.uint16(fmt.exp_max << fmt.man_bits)  # the all-ones exponent: ∞ or NaN
+        return not any(bool(((part & top) == top).any()) for part in parts)
 
     def canonical(self):
         """f* (Q, *S) rebuilt from the current records (a temporary of Q values per node),
@@ -287,20 +352,40 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)
+        seed = {"seed": np.int32(self.clock % 2**31)} if self.stochastic else {}
         args = self.args.pack(self, src=self.buffers[self.current],
                               dst=self.buffers[1 - self.current], row_first=row_first,
                               row_last=row_first + row_count, march_first=march_first,
-                              march_last=march_first + march_count)
+                              march_last=march_first + march_count, **seed)
         self.kernels[store](grid, (px, py, 1), args)
         if advance:
             self.current = 1 - self.current
+            self.clock += 1
+
+    def step(self, n: int = 1) -> None:
+        """``n`` steps; with stochastic rounding each launch gets its own seed, so no CUDA graph
+        (which would replay the seeds it captured)."""
+        if not self.stochastic:
+            super().step(n)
+            return
+        for _ in range(max(n, 0)):
+            self._launch(False)
+
+    def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
+        """:meth:`OverlappedSteps.step_distributed` one step at a time, counting the steps."""
+        for _ in range(n):
+            super().step_distributed(1, exchange, overlap)
+            self.clock += 1
 
     def distribute(self, box) -> None:
         """Run on the grown box of ``box``; :meth:`step_distributed` then updates the owned
         layers only, the interior overlapped with the exchange of the records."""
         super().distribute(box)
         self._plan_layers(box)
+        lower = (*box.grown_lower, 0, 0)[:3]
+        self.ox, self.oy, self.oz = (np.int32(v) for v in lower)
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write (the other records) with NaN."""
-        self.buffers[1 - self.current].fill(np.nan)
+        nan = np.nan if self.store == "fp32" else 0x7E00  # a NaN code in either format
+        self.buffers[1 - self.current].fill(nan)

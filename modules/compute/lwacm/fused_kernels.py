@@ -34,6 +34,7 @@ from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
+from thelma_py.store16 import FORMATS, cuda_functions, cuda_stochastic
 from thelma_py.tags import LINK_SHIFT
 
 AXES = "xyz"
@@ -52,6 +53,65 @@ and the row and plane ranges are given at each launch, the rest is held by the e
 OPEN_ARGS = KernelArgs("lwacm single step with open boundaries", [
     *ARGS.lines, [Arg("open_table", "const int*"), Arg("open_values", "const real_t*")]])
 """The same with the open-boundary tables (:mod:`.open_kernels`)."""
+
+ARGS16 = KernelArgs("lwacm single step, 16-bit records", [
+    [Arg("src", "const rec_t*", GIVEN), Arg("dst", "rec_t*", GIVEN)], *ARGS.lines[1:]])
+"""Arguments of ``lwacm_fused_step`` with 16-bit records (``rec_t``: four uint16 codes)."""
+
+ARGS16_SR = KernelArgs("lwacm single step, 16-bit records rounded stochastically", [
+    *ARGS16.lines, [Arg("seed", "int", GIVEN), Arg("ox", "int"), Arg("oy", "int"),
+                    Arg("oz", "int")]])
+"""With stochastic rounding: the step's seed and the global coordinates of local node 0 (a
+rank's offset), from which each node's random bits are hashed."""
+
+
+def args(store: str, rounding: str = "nearest", open_boundaries: bool = False) -> KernelArgs:
+    """The kernel arguments for the record storage ``store`` and its rounding, with the
+    open-boundary tables if asked."""
+    if store == "fp32":
+        return OPEN_ARGS if open_boundaries else ARGS
+    chosen = ARGS16 if rounding == "nearest" else ARGS16_SR
+    if not open_boundaries:
+        return chosen
+    return KernelArgs(chosen.label + " and open boundaries", [*chosen.lines, OPEN_ARGS.lines[-1]])
+
+
+def helpers16(store: str, rounding: str = "nearest") -> str:
+    """16-bit records (``store`` fp16s | fp16c, :mod:`thelma_py.store16`): 8 bytes of codes of
+    (ρ − 1, u_x, u_y, u_z), decoded into the fp32 ``node_t`` of the shared ring when a plane is
+    staged (once per staged record, not once per read) and encoded when a node is stored."""
+    return cuda_functions(FORMATS[store]) + """
+struct __align__(8) rec_t { unsigned short rho, ux, uy, uz; };
+__device__ __forceinline__ node_t record_decode(rec_t r)
+{
+    node_t v;
+    v.rho = (real_t)1 + pop_decode(r.rho);
+    v.ux = pop_decode(r.ux); v.uy = pop_decode(r.uy); v.uz = pop_decode(r.uz);
+    return v;
+}
+__device__ __forceinline__ rec_t record_encode(node_t v)
+{
+    rec_t r;
+    r.rho = pop_encode(v.rho - (real_t)1);
+    r.ux = pop_encode(v.ux); r.uy = pop_encode(v.uy); r.uz = pop_encode(v.uz);
+    return r;
+}
+""" + ("" if rounding == "nearest" else cuda_stochastic(FORMATS[store]) + """
+// stochastic rounding: the random bits of store16.dither_bits from global (x, y, z) and the
+// seed words s0 = mix32(2 seed), s1 = mix32(2 seed + 1)
+__device__ __forceinline__ rec_t record_encode_sr(node_t v, int x, int y, int z, unsigned s0,
+                                                  unsigned s1)
+{
+    const unsigned key = (unsigned)x + ((unsigned)y << 11) + ((unsigned)z << 22);
+    const unsigned h0 = mix32(key ^ s0), h1 = mix32(key ^ s1);
+    rec_t r;
+    r.rho = pop_encode_sr(v.rho - (real_t)1, h0 & 0xFFFF0000u);
+    r.ux = pop_encode_sr(v.ux, h0 << 16);
+    r.uy = pop_encode_sr(v.uy, h1 & 0xFFFF0000u);
+    r.uz = pop_encode_sr(v.uz, h1 << 16);
+    return r;
+}
+""")
 
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
@@ -186,7 +246,8 @@ PATHS = ("bulk", "rest", "moving")
 """The three instantiations of the update: no tag read, walls at rest, moving walls."""
 
 
-def _update(lattice, force, path: str, les=None, arms=()) -> str:
+def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
+            rounding: str = "nearest") -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
@@ -235,28 +296,31 @@ def _update(lattice, force, path: str, les=None, arms=()) -> str:
     em.raw(f"out.rho = {rho};")
     for a, ax in enumerate(AXES):
         em.raw(f"out.u{ax} = {u[a] if a < lattice.d else '(real_t)0'};")
-    em.raw("dst[n] = out;")
+    em.raw("dst[n] = out;" if store == "fp32" else "dst[n] = record_encode(out);"
+           if rounding == "nearest" else
+           "dst[n] = record_encode_sr(out, x + ox, y + oy, z + oz, seed0, seed1);")
     return em.code(16)
 
 
-def _flagged(lattice, force, les, arms, path: str) -> str:
+def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
+             rounding: str = "nearest") -> str:
     """The update of a node in a flagged tile: fluid nodes only, or, with ``arms``, fluid and
     open nodes through one instantiation (the open links are branches inside it, so a warp
     holding a face's boundary nodes does not run two updates)."""
     if not arms:
         return ("                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {\n"
-                + _update(lattice, force, path, les) + "\n                }")
+                + _update(lattice, force, path, les, (), store, rounding) + "\n                }")
     head = "\n".join(" " * 20 + line for line in open_kernels.HEADER)
     return ("                if ((tag & TAG_KIND_MASK) != KIND_WALL) {\n" + head + "\n"
-            + _update(lattice, force, path, les, arms) + "\n                }")
+            + _update(lattice, force, path, les, arms, store, rounding) + "\n                }")
 
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
-           les=None, arms=()) -> str:
+           les=None, arms=(), store: str = "fp32", rounding: str = "nearest") -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``arms``: the
-    (kind, face) open boundaries present)."""
-    args = OPEN_ARGS if arms else ARGS
+    (kind, face) open boundaries present; ``store``: the record storage, 16-bit records are
+    staged through registers, see :func:`_staging16`)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -268,13 +332,13 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     px, py = fused_block(lattice, rows)
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "moving")}
+{_flagged(lattice, force, les, arms, "moving", store, rounding)}
 """ if moving_walls else "")
     bounds = cuda.launch_bounds(px * py, min_blocks)
     if les is not None and not min_blocks:
         bounds = f"__launch_bounds__({px * py}, LES_MIN_BLOCKS)"
-    return ("" if les is None else LES_HELPERS) + f"""
-{args.signature("lwacm_fused_step", bounds)}
+    text = ("" if les is None else LES_HELPERS) + f"""
+{args(store, rounding, bool(arms)).signature("lwacm_fused_step", bounds)}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -330,10 +394,10 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
             const size_t row = y + (size_t)ny * z;
             const unsigned char flag = tile_flags[(x / TILE) + (size_t)tiles_x * row];
             if (!flag) {{
-{_update(lattice, force, "bulk", les)}
+{_update(lattice, force, "bulk", les, (), store, rounding)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "rest")}
+{_flagged(lattice, force, les, arms, "rest", store, rounding)}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step
@@ -343,3 +407,64 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     #undef STAGE_PLANE
 }}
 """
+    if store == "fp32":
+        return text
+    text = _staging16(text, plane_stride, m_extent, m_periodic, march)
+    if rounding == "nearest":
+        return text
+    seeds = ("    const unsigned seed0 = mix32(2u * (unsigned)seed), "
+             "seed1 = mix32(2u * (unsigned)seed + 1u);\n")
+    first = "    const int tid = threadIdx.x + PX * threadIdx.y;\n"
+    return _swap(text, first, first + seeds)
+
+
+def _staging16(text: str, plane_stride: str, m_extent: str, m_periodic: str, march: str) -> str:
+    """The kernel text with 16-bit staging: the 8-byte records of plane ``march`` + 3 are
+    loaded into registers before the update of plane ``march`` (their latency hidden by it),
+    decoded and written into the ring slot after it, then the one barrier. The prologue
+    stages its four planes the same way, at once. (cp.async would land raw codes in shared
+    memory, to be decoded at each of the 19 reads of a record instead of once.)"""
+    load = f"""    // plane gm_ (wrapped across a periodic face) into registers: raw codes, decoded
+    // into a ring slot by STORE_PLANE (zeros where no node is stored)
+    #define LOAD_PLANE(gm_) {{ \\
+        int gm = (gm_); \\
+        const bool plane_ok = halo_index(gm, {m_extent}, {m_periodic}); \\
+        for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
+            const int k = STAGE_TID + r * STAGE_THREADS; \\
+            staged_ok[r] = k < PLANE && plane_ok && stored[r]; \\
+            if (staged_ok[r]) staged[r] = src[from[r] + {plane_stride} * gm]; }} }}
+    #define STORE_PLANE(slot_) {{ \\
+        for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
+            const int k = STAGE_TID + r * STAGE_THREADS; \\
+            if (k < PLANE) {{ \\
+                node_t v = {{0, 0, 0, 0}}; \\
+                if (staged_ok[r]) v = record_decode(staged[r]); \\
+                ring[(slot_) * PLANE + k] = v; }} }} }}
+    rec_t staged[STAGE_ROUNDS];
+    bool staged_ok[STAGE_ROUNDS];
+    for (int p = 0; p < 4; ++p) {{
+        if (march_begin - 1 + p <= march_end) {{ LOAD_PLANE(march_begin - 1 + p) STORE_PLANE(p) }}
+    }}
+    __syncthreads();"""
+    start = text.index("    // copies of plane gm")
+    end = text.index("    __syncthreads();", start) + len("    __syncthreads();")
+    text = text[:start] + load + text[end:]
+    text = _swap(text, f"""        if ({march} + 3 <= march_end) STAGE_PLANE({march} + 3, ahead)
+        else copies_issued();
+""", f"""        const bool stage = {march} + 3 <= march_end;
+        if (stage) LOAD_PLANE({march} + 3)
+""")
+    landed = f"        copies_landed_but_newest();  // plane {march} + 2, read by the next step\n"
+    text = _swap(text, landed + "        __syncthreads();",
+                 "        if (stage) STORE_PLANE(ahead)  // no one reads that slot in this step\n"
+                 "        __syncthreads();")
+    return _swap(text, "    #undef STAGE_PLANE\n",
+                 "    #undef LOAD_PLANE\n    #undef STORE_PLANE\n")
+
+
+def _swap(text: str, old: str, new: str) -> str:
+    """``text`` with the one occurrence of ``old`` replaced (an error if the fp32 kernel no
+    longer has it: then :func:`_staging16` must follow its change)."""
+    if text.count(old) != 1:
+        raise AssertionError(f"the fp32 single-step kernel changed; 16-bit staging expects {old!r}")
+    return text.replace(old, new)

@@ -29,6 +29,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lwacm import fused_kernels, open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_rows
+from thelma_py.store16 import ROUNDINGS, STORES
 
 SCHEMES = ("two-step", "fused")
 AXES = "xyz"
@@ -66,6 +67,10 @@ class LwacmKernelConfig(cuda.KernelConfig):
         (str(k), str(f)) for k, f in v)))
     """(node kind name, face) pairs of the open boundaries present (:mod:`.open_kernels`);
     () for none: the kernels are then those without open boundaries, text for text."""
+    store: str = attrs.field(default="fp32", validator=attrs.validators.in_(STORES))
+    """Single step: record storage, fp32 or 16-bit codes (:func:`.fused_kernels.helpers16`)."""
+    rounding: str = attrs.field(default="nearest", validator=attrs.validators.in_(ROUNDINGS))
+    """16-bit records: rounded to nearest or stochastically (:mod:`thelma_py.store16`)."""
 
     @property
     def plane_rows(self) -> int:
@@ -74,7 +79,9 @@ class LwacmKernelConfig(cuda.KernelConfig):
 
     @property
     def name(self) -> str:
-        return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}"
+        store = "" if self.store == "fp32" else f"_{self.store}" + (
+            "_sr" if self.rounding == "stochastic" else "")
+        return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
 
 
 def kernel_names(scheme: str) -> dict[bool, str]:
@@ -139,7 +146,10 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(_two_step_kernel(cfg))
     else:
         rows = cfg.plane_rows
-        parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS,
-                  fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
-                                       cfg.min_blocks, cfg.les, cfg.boundaries)]
+        parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS]
+        if cfg.store != "fp32":
+            parts.append(fused_kernels.helpers16(cfg.store, cfg.rounding))
+        parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
+                                          cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
+                                          cfg.rounding))
     return "\n".join(parts)

@@ -19,6 +19,14 @@ from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.modules.compute.lwacm.open_links import OpenLinks
 from thelma_py.nodes import NodeTags
+from thelma_py.store16 import (
+    FORMATS,
+    check_state_store,
+    decode,
+    dither_bits,
+    encode_stochastic,
+    round_trip,
+)
 
 
 def fused_rows(itemsize: int) -> int:
@@ -84,6 +92,30 @@ def fused_traffic(lattice: Lattice, itemsize: int, chunk: int = DEFAULT_CHUNK,
     written (rounded to a byte)."""
     rows = fused_rows(itemsize) if rows is None else rows
     return int(round(4 * itemsize * (fused_reads_per_node(lattice, chunk, rows) + 1.0)))
+
+
+def rounded_records(store: str, w, xp=np):
+    """Single-step fields (ρ, u...) stacked along axis 0 as 16-bit records hold them: ρ − 1 and
+    u through the format of ``store`` (:mod:`thelma_py.store16`; fp32: ``w`` itself)."""
+    if store == "fp32":
+        return w
+    shift = xp.zeros((len(w),) + (1,) * (w.ndim - 1), dtype=np.float32)
+    shift[0] = 1
+    return round_trip(store, w, shift, xp)
+
+
+def stochastic_records(store: str, w, coordinates, seed: int, xp=np):
+    """``w`` (ρ, u... along axis 0, fp32) through 16-bit records rounded stochastically with
+    the random bits of :func:`thelma_py.store16.dither_bits` for nodes at global
+    ``coordinates`` (gx, gy, gz arrays of the node shape) and ``seed``."""
+    fmt = FORMATS[store]
+    bits = dither_bits(*coordinates, seed, xp)
+    out = xp.empty_like(w)
+    for k in range(len(w)):
+        shift = np.float32(1.0 if k == 0 else 0.0)
+        code = encode_stochastic(fmt, w[k].astype(np.float32) - shift, bits[k], xp)
+        out[k] = decode(fmt, code, xp) + shift
+    return out
 
 
 def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
@@ -275,9 +307,32 @@ class NumpyLwacmFused(_NumpyBase):
     def memory_bytes_per_node(self) -> int:
         return self.params.memory_bytes_per_node(self.lattice, self.dtype, self.backend)
 
+    clock = 0
+    """Steps done (the seed of stochastic rounding; checkpoints keep it)."""
+    origin = (0, 0, 0)
+    """Global (x, y, z) of node 0 (stochastic rounding hashes global coordinates)."""
+
+    @property
+    def store(self) -> str:
+        return getattr(self.params, "store", "fp32")
+
+    @property
+    def stochastic(self) -> bool:
+        return self.store != "fp32" and getattr(self.params, "rounding", "") == "stochastic"
+
+    def _coordinates(self) -> list:
+        """Global (gx, gy, gz) of every node, arrays of the node shape."""
+        if getattr(self, "_grid", None) is not None:
+            return self._grid
+        axes = np.meshgrid(*[np.arange(n) for n in reversed(self.shape)], indexing="ij")
+        grid = [a.T for a in axes]  # (x, y[, z]) each shaped like the nodes (z, y, x)
+        grid += [np.zeros(self.shape, dtype=np.int64)] * (3 - len(grid))
+        self._grid = [g + o for g, o in zip(grid, self.origin, strict=True)]
+        return self._grid
+
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
-        self.w = np.concatenate([rho[None], u]).astype(self.dtype)
+        self.w = rounded_records(self.store, np.concatenate([rho[None], u]).astype(self.dtype))
 
     def upstream(self, w: np.ndarray, i: int) -> tuple:
         """(ρ(x − c_i), u(x − c_i)) with periodic wrap, wall ghosts applied."""
@@ -311,8 +366,13 @@ class NumpyLwacmFused(_NumpyBase):
                                       self.kappa, identity_let, self.force,
                                       self.params.les)
             new = np.array([rho, *u], dtype=self.dtype)
+            if self.stochastic:
+                new = stochastic_records(self.store, new, self._coordinates(), self.clock)
+            else:
+                new = rounded_records(self.store, new)
             self._keep_solid(new, w)
             self.w = new
+            self.clock += 1
 
     def macroscopic(self):
         return self.w[0], self.w[1:]
@@ -328,10 +388,16 @@ class NumpyLwacmFused(_NumpyBase):
         return [self.w]
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"rho": self.w[0].copy(), "u": self.w[1:].copy()}
+        state = {"rho": self.w[0].copy(), "u": self.w[1:].copy()}
+        if self.store == "fp32":
+            return state
+        return {**state, "store": np.array(self.store), "clock": np.array(self.clock)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         lat = self.lattice
         rho = self._check(state, "rho", self.shape)
         u = self._check(state, "u", (lat.d, *self.shape))
-        self.w = np.concatenate([rho[None], u]).astype(self.dtype)
+        check_state_store(state, self.store)
+        self.w = rounded_records(self.store,
+                                 np.concatenate([rho[None], u]).astype(self.dtype))
+        self.clock = int(state.get("clock", 0))

@@ -238,6 +238,12 @@ class HostBackend:
     def memory(self):
         return None
 
+    def timer(self):
+        """Wall-clock batch timing (the stand-in runs kernels on the host, synchronously)."""
+        from thelma_py.backend import HostTimer
+
+        return HostTimer()
+
     def sm_count(self) -> int:
         return 132  # an H100
 

@@ -61,7 +61,7 @@ class Backend:
         host wait for the device (results rendered on the device queue behind the steps)."""
         cuda = getattr(self.xp, "cuda", None) if self.is_gpu else None
         if cuda is None or not hasattr(cuda, "Event"):
-            return _HostTimer()
+            return HostTimer()
         return _EventTimer(cuda)
 
     def clock(self) -> float:
@@ -137,13 +137,13 @@ def select_backend(device: str = "auto") -> Backend:
     return Backend("cpu", np)
 
 
-class _HostTimer:
+class HostTimer:
     """Wall-clock seconds of work done by the time :meth:`stop` is called (NumPy)."""
 
     def __init__(self) -> None:
         self.start, self.end = time.perf_counter(), None
 
-    def stop(self) -> _HostTimer:
+    def stop(self) -> HostTimer:
         self.end = time.perf_counter()
         return self
 

@@ -357,6 +357,22 @@ def test_march_kernel_compiles_with_nvcc(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def test_image_kernels_use_nothing_nvrtc_lacks():
+    """CuPy compiles with NVRTC, which has no math.h: C macros such as INFINITY compile with
+    nvcc and g++ (the tests above) and fail on the device. Outside the host-only branch the
+    sources must not use them."""
+    import re
+
+    from thelma_py.modules.results.image_raymarch import MARCH_SOURCE
+    from thelma_py.modules.results.image_volume import volume_source
+
+    host_only = re.compile(r"#if !defined\(__CUDACC__\).*?#(?:else|endif)", re.S)
+    for source in (MARCH_SOURCE, volume_source("float"), volume_source("double")):
+        device_text = host_only.sub("", source)
+        for macro in ("INFINITY", "NAN", "M_PI", "HUGE_VAL"):
+            assert not re.search(rf"\b{macro}\b", device_text), macro
+
+
 def test_thelma_run_image_option_writes_images_and_refuses_bad_ones(tmp_path, capsys):
     from pathlib import Path
 

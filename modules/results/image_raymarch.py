@@ -82,9 +82,11 @@ MARCH_SOURCE = r"""
 #include <math.h>
 #define MUL(a, b) ((a) * (b))
 #define ADD(a, b) ((a) + (b))
+#define IMAGE_INF INFINITY
 #else
 #define MUL(a, b) __fmul_rn(a, b)
 #define ADD(a, b) __fadd_rn(a, b)
+#define IMAGE_INF __int_as_float(0x7f800000)  // NVRTC has no math.h and its macros
 #endif
 #define CLAMP(i, n) ((i) < 0 ? 0 : ((i) > (n) - 1 ? (n) - 1 : (i)))
 // One thread per ray: march from near to far in steps, stop at the first sample that is solid
@@ -103,12 +105,12 @@ extern "C" __global__ void image_bricks(const float* value, const unsigned char*
     if (b >= bricks_x * bricks_y * bricks_z) return;
     int x1 = (b % bricks_x) * BRICK, y1 = ((b / bricks_x) % bricks_y) * BRICK;
     int z1 = (b / (bricks_x * bricks_y)) * BRICK;
-    float top = -INFINITY;
+    float top = -IMAGE_INF;
     for (int z = z1; z <= z1 + BRICK && z < nz; ++z)
         for (int y = y1; y <= y1 + BRICK && y < ny; ++y)
             for (int x = x1; x <= x1 + BRICK && x < nx; ++x) {
                 int f = (z * ny + y) * nx + x;
-                top = solid[f] ? INFINITY : fmaxf(top, value[f]);
+                top = solid[f] ? IMAGE_INF : fmaxf(top, value[f]);
             }
     bricks[b] = top;
 }
@@ -116,7 +118,7 @@ extern "C" __global__ void image_bricks(const float* value, const unsigned char*
 // Where the ray leaves the region of lower corners [8b, 8b + 8) of a brick along one axis.
 __device__ float brick_exit(float e, float d, int b)
 {
-    if (d == 0.0f) return INFINITY;
+    if (d == 0.0f) return IMAGE_INF;
     return ((d > 0.0f ? (float)(BRICK * b + BRICK) : (float)(BRICK * b)) - e) / d;
 }
 

@@ -261,13 +261,13 @@ def test_parametrized_rates_make_shear_wave_diffusion_fourth_order():
     assert abs(k17[1]) < abs(plain[1]) / 20, (k17, plain)
 
 
-def diagonal_wave_rate_error(n: int, nu: float, collision) -> float:
+def diagonal_wave_rate_error(n: int, nu: float, collision, drift: float = 0.0) -> float:
     """u = u0 sin(k (x + y)) (1, −1) on a periodic n × n × 1 box: a shear wave along the
-    diagonal, whose strain has diagonal parts (∂_x u_x = −∂_y u_y); fitted decay rate of its
-    amplitude / (2 ν k²) − 1."""
+    diagonal, whose strain has diagonal parts (∂_x u_x = −∂_y u_y), in a frame moving at
+    u_x = ``drift``; fitted decay rate of its amplitude / (2 ν k²) − 1."""
     k = 2.0 * math.pi / n
     init = tp.plugin("init", "equilibrium",
-                     u=lambda x, y, z: (1e-4 * np.sin(k * (x + y)) + 0.0 * z,
+                     u=lambda x, y, z: (drift + 1e-4 * np.sin(k * (x + y)) + 0.0 * z,
                                         -1e-4 * np.sin(k * (x + y)) + 0.0 * z, 0.0 * (x + z)))
     solver = tp.compose("D3Q27", tp.geometry.periodic_box((n, n, 1)),
                         tp.plugin("compute", "lbm", nu=nu, collision=collision), init=init,

@@ -20,20 +20,21 @@ faster (at rate 1 in the limit), the stabilizer of under-resolved runs.
 (the "K17" model of VirtualFluids): ω3, ω4, ω5 become functions of ω1 (its eqs. 111–113 with
 ω2 = 1, so ``omega_bulk`` must stay 1) and the fourth-order cumulants relax (at ω6, ω7, ω8)
 towards non-zero equilibria proportional to the velocity gradients, with the factors A and B of
-its eqs. 115–116 (the gradients come from the pre-collision second-order cumulants). As ω1 → 2
-the third-order rates go to zero (ω3 ≈ 0.05 at τ = 0.5027): the paper pairs it with the
-limiter (λ = 0.01 in its runs and in VirtualFluids' defaults). A and B are singular at
-ω1 = ω2 = 1 (τ = 1), which is refused at run time only through the result (inf): use it for
-τ ≠ 1.
+its eqs. 115–116 (the gradients come from the pre-collision second-order cumulants). The three
+rates lie in (0, 2) only for 1.75 < ω1 < 2 (ν < 0.024) and 1 < ω1 < 1.43: elsewhere (ω4 has
+a pole at ω1 = 1.556, A and B at ω1 = 1) the run diverges. As ω1 → 2 they go to zero
+(ω3 = 0.052 at τ = 0.5027), which is why the paper pairs them with the limiter.
 
 A body force (Guo-like, second order): u includes g/2 (:func:`..collision.moments`), so the
 pre-collision first central moments are −ρ g/2; the collision sets them to +ρ g/2, which adds
 the momentum ρ g per step.
 
-Not implemented: the 2015 paper's Galilean correction of the second-order diagonal cumulants by
-velocity derivatives (eqs. 55–57; it affects normal stresses at high Mach number) and the
-2017 paper's rates for ω2 ≠ 1 (``parametrized`` needs ω2 = 1); the transform works on the full
-populations (the "well-conditioned" variant that subtracts the lattice weights is not used).
+``galilean_correction=True`` adds the 2015 paper's correction of the second-order diagonal
+cumulants by velocity derivatives (eqs. 55–57; it affects normal stresses at high Mach number).
+
+Not implemented: the 2017 paper's rates for ω2 ≠ 1 (``parametrized`` needs ω2 = 1); the
+transform works on the full populations (the "well-conditioned" variant that subtracts the
+lattice weights is not used).
 """
 
 from __future__ import annotations
@@ -195,6 +196,16 @@ def parametrized_rates(omega, let: Callable) -> tuple:
     return rate_3, rate_4, rate_5
 
 
+def diagonal_gradients(c: dict, rho, omega, omega_bulk, let: Callable) -> tuple:
+    """ρ ∂_x u_x, ρ ∂_y u_y, ρ ∂_z u_z from the pre-collision second-order cumulants: the
+    differences C_xx − C_yy relax at ω (−ρ/(3ω) · 2(∂_x u_x − ∂_y u_y) off equilibrium), the
+    trace at ω2 (−2ρ/(3 ω2) ∇·u)."""
+    xx, yy, zz = c[(2, 0, 0)], c[(0, 2, 0)], c[(0, 0, 2)]
+    dxy, dxz = let(xx - yy), let(xx - zz)
+    dxux = let(-0.5 * omega * (dxy + dxz) + 0.5 * omega_bulk * (rho - xx - yy - zz))
+    return dxux, let(dxux + 1.5 * omega * dxy), let(dxux + 1.5 * omega * dxz)
+
+
 def fourth_order_equilibria(c: dict, rho, omega, let: Callable) -> dict:
     """The 2017 paper's fourth-order cumulant equilibria (eqs. 43–48, A and B of eqs. 115–116
     with ω2 = 1), ρ-weighted like ``c``: C_220 = −(1/ω − ½)(2/3) A ρ(∂_x u_x + ∂_y u_y),
@@ -207,12 +218,7 @@ def fourth_order_equilibria(c: dict, rho, omega, let: Callable) -> dict:
             / (5.0 * w2 - 7.0 * omega + 2.0))
     b = let(factor * (1.0 / 3.0) * (4.0 + 28.0 * omega - 14.0 * w2)
             / (15.0 * w2 - 21.0 * omega + 6.0))
-    xx, yy, zz = c[(2, 0, 0)], c[(0, 2, 0)], c[(0, 0, 2)]
-    dxy, dxz = let(xx - yy), let(xx - zz)
-    # ρ ∂_a u_a from the shear-rate differences (at ω) and the trace (at ω2 = 1)
-    dxux = let(-0.5 * omega * (dxy + dxz) + 0.5 * (rho - xx - yy - zz))
-    dyuy = let(dxux + 1.5 * omega * dxy)
-    dzuz = let(dxux + 1.5 * omega * dxz)
+    dxux, dyuy, dzuz = diagonal_gradients(c, rho, omega, 1.0, let)
     shear = {axes: let(-3.0 * omega * c[axes]) for axes in ((1, 1, 0), (1, 0, 1), (0, 1, 1))}
     return {(2, 2, 0): let(-a * (dxux + dyuy)), (2, 0, 2): let(-a * (dxux + dzuz)),
             (0, 2, 2): let(-a * (dyuy + dzuz)),
@@ -250,6 +256,13 @@ class Cumulant(CollisionModel):
     """Geier et al. 2017's fourth-order diffusion: ω3, ω4, ω5 from ω1 and the fourth-order
     equilibria A, B (``omega_3``/``omega_4``/``omega_5`` unused, ``omega_bulk`` must be 1)."""
 
+    galilean_correction: bool = attrs.field(default=False,
+                                            validator=attrs.validators.instance_of(bool))
+    """The 2015 paper's correction of the diagonal second-order cumulants (its eqs. 55–57,
+    eqs. 33–35 of the 2017 paper): −3 (1 − ω/2) (u_x² ρ∂_x u_x − u_y² ρ∂_y u_y) on the
+    differences, likewise at ω2 on the trace, removing the O(u²) error of the normal-stress
+    viscosity that D3Q27's c_x³ = c_x leaves (what makes it Mach-dependent)."""
+
     def __attrs_post_init__(self) -> None:
         if self.parametrized and (self.omega_bulk != 1.0 or
                                   (self.omega_3, self.omega_4, self.omega_5) != (1.0, 1.0, 1.0)):
@@ -271,7 +284,7 @@ class Cumulant(CollisionModel):
         inv_rho = let(1.0 / rho)
         kappa = central_moments(lattice, f, u, let)
         c = cumulants_from_central(kappa, inv_rho, let)
-        post = self._relax_cumulants(c, rho, omega, force, let)
+        post = self._relax_cumulants(c, rho, u, omega, force, let)
         kappa = central_from_cumulants(post, inv_rho, let)
         return populations(lattice, kappa, u, let)
 
@@ -281,7 +294,8 @@ class Cumulant(CollisionModel):
         size = let(sqrt(value * value))  # |C| (sqrt is the one traced function)
         return let(rate + (1.0 - rate) * size / (self.limiter * rho + size))
 
-    def _relax_cumulants(self, c: dict, rho, omega, force, let: Callable) -> dict:
+    def _relax_cumulants(self, c: dict, rho, u: Sequence, omega, force,
+                         let: Callable) -> dict:
         post = {(0, 0, 0): rho}
         for axis in range(3):
             key = [0, 0, 0]
@@ -296,6 +310,13 @@ class Cumulant(CollisionModel):
         dxy = let(keep * (xx - yy))
         dxz = let(keep * (xx - zz))
         trace = let(self.omega_bulk * rho + (1.0 - self.omega_bulk) * (xx + yy + zz))
+        if self.galilean_correction:
+            gx, gy, gz = diagonal_gradients(c, rho, omega, self.omega_bulk, let)
+            gx, gy, gz = let(u[0] * u[0] * gx), let(u[1] * u[1] * gy), let(u[2] * u[2] * gz)
+            weight = let(3.0 * (1.0 - 0.5 * omega))
+            dxy = let(dxy - weight * (gx - gy))
+            dxz = let(dxz - weight * (gx - gz))
+            trace = let(trace - 3.0 * (1.0 - 0.5 * self.omega_bulk) * (gx + gy + gz))
         post[(2, 0, 0)] = let((dxy + dxz + trace) * (1.0 / 3.0))
         post[(0, 2, 0)] = let(post[(2, 0, 0)] - dxy)
         post[(0, 0, 2)] = let(post[(2, 0, 0)] - dxz)

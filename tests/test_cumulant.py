@@ -318,3 +318,28 @@ def test_host_cuda_parametrized_with_limiter_equals_numpy(host_gpu):
     model = {**K17, "limiter": 0.01, "omega_6": 1.2, "omega_8": 0.9}
     cpu, gpu, tags = pair(host_gpu, "D3Q27", model, "walled", "aa", force=(2e-5, -1e-5, 1e-5))
     assert_host_equals_numpy(cpu, gpu, tags)
+
+
+def test_galilean_correction_removes_the_drift_error_of_the_diagonal_shear_wave():
+    """D3Q27's c_x³ = c_x leaves an O(u²) error in the viscosity of the diagonal strain (Geier et
+    al. 2015, eqs. 55–57): the diagonal shear wave (analytic decay 2 ν k²) in a frame moving at
+    u_x = 0.1, ν = 0.02, n = 16. Measured: plain −2.39 %, corrected −0.069 % (at rest both
+    −0.086 %); ν = 0.1: −1.84 % and +0.14 %. Asserted: plain below −1.5 %, corrected within
+    0.3 % and at rest unchanged to 1e-7 (the wave's own u ~ 1e-4 enters as u²)."""
+    corrected = {"name": "cumulant", "galilean_correction": True}
+    plain = diagonal_wave_rate_error(16, 0.02, "cumulant", drift=0.1)
+    fixed = diagonal_wave_rate_error(16, 0.02, corrected, drift=0.1)
+    assert plain < -0.015, plain
+    assert abs(fixed) < 0.003, fixed
+    np.testing.assert_allclose(diagonal_wave_rate_error(16, 0.02, corrected),
+                               diagonal_wave_rate_error(16, 0.02, "cumulant"), atol=1e-7)
+
+
+@pytest.mark.slow  # compiles the kernel with g++
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_host_cuda_galilean_correction_equals_numpy(host_gpu):
+    """The traced CUDA of the Galilean correction (with ω2 ≠ 1 and a body force), AA streaming
+    with walls, against the NumPy engine."""
+    model = {"name": "cumulant", "galilean_correction": True, "omega_bulk": 1.3}
+    cpu, gpu, tags = pair(host_gpu, "D3Q27", model, "walled", "aa", force=(2e-5, -1e-5, 1e-5))
+    assert_host_equals_numpy(cpu, gpu, tags)

@@ -43,8 +43,13 @@ TGV_BARS = ("lbm-bgk-les", "lbm-mrt-les", "lwacm-les", "lwacm-fused-les", "cumul
 TGV_PEAK_TOLERANCE = {64: None, 128: 0.10, 256: 0.05}
 """The issue's bars on the relative error of the peak −dE/dt (none at 64³)."""
 
+K17 = {"name": "cumulant", "parametrized": True, "limiter": 0.01}
+"""Geier, Pasquali & Schönherr (2017)'s parametrized cumulant with its third-order limiter
+(λ = 0.01, the paper's value)."""
 CHANNEL_SCHEMES = {
     "cumulant": ("D3Q27", "lbm", {"collision": "cumulant"}),
+    "cumulant-k17": ("D3Q27", "lbm", {"collision": K17}),
+    "cumulant-k17-strong": ("D3Q27", "lbm", {"collision": {**K17, "limiter": 0.001}}),
     "mrt": ("D3Q19", "lbm", {"collision": "mrt"}),
     "mrt-les": ("D3Q19", "lbm", {"collision": "mrt", "les": {"name": "smagorinsky",
                                                               "c_s": 0.1}}),
@@ -198,6 +203,42 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
     return out
 
 
+CHANNEL_PROBES = (5.0, 14.0, 30.0, 100.0)
+"""y⁺ at which :func:`channel_summary` prints U⁺ against MKM (and the centre line)."""
+
+
+def channel_passes(run: dict) -> bool:
+    """The issue's bar: measured Re_τ within 5 % of 180, U⁺ within 5 % of MKM for y⁺ ≥ 30 and
+    within 10 % below."""
+    if "re_tau" not in run:
+        return False
+    e = run["U_plus_error"]
+    return abs(run["re_tau"] / 180.0 - 1) <= 0.05 and e["above"] <= 0.05 and e["below"] <= 0.10
+
+
+def channel_summary(runs: list[dict]) -> str:
+    """One line per channel run: scheme, u_τ, measured Re_τ, the largest U⁺ errors, U⁺ at
+    :data:`CHANNEL_PROBES` inside the profile and at the centre (MKM's in brackets), and
+    whether it meets the bar."""
+    mkm = channel.load_mkm()
+    lines = []
+    for r in runs:
+        if "re_tau" not in r:
+            why = r.get("error") or f"diverged at {r.get('diverged_at')} turnovers"
+            lines.append(f"{r.get('scheme')} u_tau={r.get('u_tau_input')}: {why}")
+            continue
+        y, u = np.asarray(r["y_plus"]), np.asarray(r["U_plus"])
+        probes = [(p, np.interp(p, y, u), np.interp(p, mkm["y_plus"], mkm["U_plus"]))
+                  for p in CHANNEL_PROBES if y[0] <= p < y[-1]]
+        probes.append((y[-1], u[-1], float(mkm["U_plus"][-1])))
+        at = " ".join(f"{p:.0f}:{a:.2f}({b:.2f})" for p, a, b in probes)
+        e = r["U_plus_error"]
+        lines.append(f"{r['scheme']} u_tau={r['u_tau_input']:g}: Re_tau {r['re_tau']:.1f}, "
+                     f"U+ error {e['below']:.3f} below y+ 30, {e['above']:.3f} above; "
+                     f"U+ at y+ {at}; {'PASSES' if channel_passes(r) else 'fails'} the bar")
+    return "\n".join(lines)
+
+
 # -- sphere ------------------------------------------------------------------------------------
 def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: float = 0.05,
                transient: float = 25.0, average: float = 50.0, precision: str = "float32",
@@ -241,7 +282,8 @@ def _write(out: Path, name: str, data) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("tgv", "channel", "sphere3700", "sphere10000"))
+    parser.add_argument("part", choices=("tgv", "channel", "channel-summary", "sphere3700",
+                                         "sphere10000"))
     parser.add_argument("--out", type=Path, default=Path("out"))
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="float32")
@@ -249,6 +291,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--schemes", default=None, help="comma-separated scheme names")
     parser.add_argument("--t-end", type=float, default=20.0, help="tgv: end time t*")
     parser.add_argument("--h", type=int, default=32, help="channel: half-height in nodes")
+    parser.add_argument("--u-tau", type=float, default=0.005,
+                        help="channel: input friction velocity (lattice; u_c ~ 18.3 u_tau)")
     parser.add_argument("--transient", type=float, default=None,
                         help="channel: eddy turnovers; sphere: d/U before averaging")
     parser.add_argument("--average", type=float, default=None,
@@ -271,11 +315,16 @@ def main(argv: list[str] | None = None) -> None:
                 _write(args.out, f"flows_tgv{args.tag}", {"runs": runs})
                 print(_tgv_line(r), flush=True)
         return
+    if args.part == "channel-summary":  # the channel runs found in --out
+        runs = [r for path in sorted(args.out.glob("flows_channel*.json"))
+                for r in json.loads(path.read_text())["runs"]]
+        print(channel_summary(runs))
+        return
     if args.part == "channel":
         runs = []
         for scheme in (args.schemes or "cumulant").split(","):
             try:
-                r = channel_run(scheme, h=args.h, **times, **common)
+                r = channel_run(scheme, h=args.h, u_tau=args.u_tau, **times, **common)
             except Exception as error:  # noqa: BLE001
                 r = {"scheme": scheme, "error": f"{type(error).__name__}: {error}"}
             runs.append(r)
@@ -311,9 +360,10 @@ def _channel_line(r: dict) -> str:
     if "re_tau" not in r:
         return f"channel {r['scheme']}: diverged at {r['diverged_at']} turnovers"
     e = r["U_plus_error"]
-    return (f"channel {r['scheme']} h={r['h']}: Re_tau = {r['re_tau']:.1f} (input "
-            f"{r['re_tau_input']:g}), U+ max error {e['below']:.3f} below y+=30, "
-            f"{e['above']:.3f} above; {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s")
+    return (f"channel {r['scheme']} h={r['h']} u_tau={r['u_tau_input']:g}: Re_tau = "
+            f"{r['re_tau']:.1f} (input {r['re_tau_input']:g}), U+ max error {e['below']:.3f} "
+            f"below y+=30, {e['above']:.3f} above; {r['mlups']:.0f} MLUPS, "
+            f"{r['wall_seconds']:.0f} s")
 
 
 def _sphere_line(r: dict) -> str:

@@ -117,6 +117,19 @@ def test_channel_bar_and_summary():
     assert lines[2] == "cumulant u_tau=0.005: diverged at 3.5 turnovers"
 
 
+@pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
+def test_channel_time_limit_ends_the_run_and_says_so():
+    """max_seconds = 0: no step, no average, and the lines say why; a stopped run with samples
+    keeps its numbers and says where it stopped."""
+    run = flows.channel_run("trt", h=3, re_tau=20.0, u_tau=0.01, transient=0.02, average=0.02,
+                            device="cpu", max_seconds=0.0)
+    assert run["steps"] == 0 and run["stopped_at"] == 0.0 and "re_tau" not in run
+    assert "time limit at 0.0 turnovers, before any average" in flows._channel_line(run)
+    partial = {**_run_like_mkm(), "stopped_at": 42.5, "samples": 120}
+    assert flows.channel_summary([partial]).endswith("(time limit at 42.5 turnovers, "
+                                                     "120 samples)")
+
+
 def test_device_channel_variants_name_known_schemes():
     """benchmarks/device_channel.sh names schemes of CHANNEL_SCHEMES, which build."""
     import re

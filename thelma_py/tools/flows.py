@@ -156,11 +156,12 @@ def tgv_energy_error(run: dict) -> float:
 def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
                 u_tau: float = 0.005, transient: float = 50.0, average: float = 30.0,
                 samples_per_turnover: int = 10, precision: str = "float32",
-                device: str = "auto", **build) -> dict:
+                device: str = "auto", max_seconds: float | None = None, **build) -> dict:
     """The channel of :mod:`thelma_py.cases.channel` run ``transient`` eddy turnovers h / u_τ,
     then averaged over ``average`` more (``samples_per_turnover`` profiles each). Returns the
     folded U⁺(y⁺), the measured Re_τ (wall stress of the mean profile), its history (one
-    value per sample, from the instantaneous plane means) and the deviations from MKM."""
+    value per sample, from the instantaneous plane means) and the deviations from MKM.
+    ``max_seconds`` ends the run early, with the samples so far (``stopped_at``: turnovers)."""
     lattice, name, params = CHANNEL_SCHEMES[scheme]
     solver = channel.build(h=h, re_tau=re_tau, u_tau=u_tau, lattice=lattice, compute=name,
                            device=device, precision=precision, **params, **build)
@@ -171,8 +172,11 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
     history, average_profile = [], channel.ChannelAverage()
     end_transient = round(transient * turnover)
     total = end_transient + round(average * turnover)
-    diverged = None
+    diverged = stopped = None
     while solver.time_step < total:
+        if max_seconds is not None and time.perf_counter() - start > max_seconds:
+            stopped = solver.time_step / turnover
+            break
         try:
             solver.run(min(stride, total - solver.time_step))
         except tp.DivergenceError:
@@ -194,7 +198,7 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
            "turnover_steps": turnover, "transient": transient, "average": average,
            "steps": solver.time_step, "mlups": solver.mlups,
            "wall_seconds": time.perf_counter() - start, "diverged_at": diverged,
-           "history": history, "samples": average_profile.samples}
+           "stopped_at": stopped, "history": history, "samples": average_profile.samples}
     if average_profile.samples:
         w = channel.wall_units(average_profile.profile(), nu)
         out.update({"y_plus": w["y_plus"].tolist(), "U_plus": w["U_plus"].tolist(),
@@ -224,8 +228,8 @@ def channel_summary(runs: list[dict]) -> str:
     lines = []
     for r in runs:
         if "re_tau" not in r:
-            why = r.get("error") or f"diverged at {r.get('diverged_at')} turnovers"
-            lines.append(f"{r.get('scheme')} u_tau={r.get('u_tau_input')}: {why}")
+            lines.append(f"{r.get('scheme')} u_tau={r.get('u_tau_input')}: "
+                         f"{_channel_failure(r)}")
             continue
         y, u = np.asarray(r["y_plus"]), np.asarray(r["U_plus"])
         probes = [(p, np.interp(p, y, u), np.interp(p, mkm["y_plus"], mkm["U_plus"]))
@@ -235,7 +239,8 @@ def channel_summary(runs: list[dict]) -> str:
         e = r["U_plus_error"]
         lines.append(f"{r['scheme']} u_tau={r['u_tau_input']:g}: Re_tau {r['re_tau']:.1f}, "
                      f"U+ error {e['below']:.3f} below y+ 30, {e['above']:.3f} above; "
-                     f"U+ at y+ {at}; {'PASSES' if channel_passes(r) else 'fails'} the bar")
+                     f"U+ at y+ {at}; {'PASSES' if channel_passes(r) else 'fails'} the bar"
+                     f"{_channel_stop(r)}")
     return "\n".join(lines)
 
 
@@ -297,6 +302,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="channel: eddy turnovers; sphere: d/U before averaging")
     parser.add_argument("--average", type=float, default=None,
                         help="channel: eddy turnovers; sphere: d/U of averaging")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="channel: end each run after this long, keeping its samples")
     parser.add_argument("--d", type=int, default=32, help="sphere: diameter in nodes")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
@@ -324,7 +331,8 @@ def main(argv: list[str] | None = None) -> None:
         runs = []
         for scheme in (args.schemes or "cumulant").split(","):
             try:
-                r = channel_run(scheme, h=args.h, u_tau=args.u_tau, **times, **common)
+                r = channel_run(scheme, h=args.h, u_tau=args.u_tau,
+                                max_seconds=args.max_seconds, **times, **common)
             except Exception as error:  # noqa: BLE001
                 r = {"scheme": scheme, "error": f"{type(error).__name__}: {error}"}
             runs.append(r)
@@ -358,12 +366,26 @@ def _channel_line(r: dict) -> str:
     if "error" in r:
         return f"channel {r['scheme']}: {r['error']}"
     if "re_tau" not in r:
-        return f"channel {r['scheme']}: diverged at {r['diverged_at']} turnovers"
+        return f"channel {r['scheme']}: {_channel_failure(r)}"
     e = r["U_plus_error"]
     return (f"channel {r['scheme']} h={r['h']} u_tau={r['u_tau_input']:g}: Re_tau = "
             f"{r['re_tau']:.1f} (input {r['re_tau_input']:g}), U+ max error {e['below']:.3f} "
             f"below y+=30, {e['above']:.3f} above; {r['mlups']:.0f} MLUPS, "
-            f"{r['wall_seconds']:.0f} s")
+            f"{r['wall_seconds']:.0f} s{_channel_stop(r)}")
+
+
+def _channel_failure(r: dict) -> str:
+    if r.get("error"):
+        return r["error"]
+    if r.get("stopped_at") is not None:
+        return f"time limit at {r['stopped_at']:.1f} turnovers, before any average"
+    return f"diverged at {r.get('diverged_at')} turnovers"
+
+
+def _channel_stop(r: dict) -> str:
+    stopped = r.get("stopped_at")
+    return "" if stopped is None else (f" (time limit at {stopped:.1f} turnovers, "
+                                       f"{r['samples']} samples)")
 
 
 def _sphere_line(r: dict) -> str:

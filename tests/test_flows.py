@@ -70,6 +70,25 @@ def test_channel_average_folds_both_walls_and_time():
     np.testing.assert_allclose(average.profile(), [3.5, 3.5])
 
 
+def test_shear_stress_average_folds_with_the_sign_of_v():
+    """Plane covariances of 2h = 4 nodes: the upper wall's ⟨u′v′⟩ enters with its sign turned
+    (v points into that wall), so a mirror-symmetric channel gives the lower wall's value."""
+    stress = channel.ShearStressAverage()
+    stress.add(np.array([-1.0, -2.0, 2.0, 1.0]))
+    stress.add(np.array([-3.0, -4.0, 4.0, 3.0]))
+    np.testing.assert_allclose(stress.profile(), [-2.0, -3.0])
+
+
+def test_total_stress_re_tau_adds_the_reynolds_stress_at_the_first_node():
+    """u_τ² = ν U₁/η₁ − ⟨u′v′⟩₁: without covariance the slope measure; with −⟨u′v′⟩₁ equal to
+    the viscous part, Re_τ grows by √2."""
+    nu, profile = 1e-3, np.array([0.01, 0.03, 0.04])
+    slope = channel.wall_units(profile, nu)["re_tau"]
+    assert channel.total_stress_re_tau(profile, np.zeros(3), nu) == pytest.approx(slope)
+    uv = np.array([-nu * 0.01 / 0.5, 0.0, 0.0])
+    assert channel.total_stress_re_tau(profile, uv, nu) == pytest.approx(slope * math.sqrt(2))
+
+
 def test_reichardt_start_follows_the_dns():
     """The start's mean profile is within 6 % of MKM's U⁺ over 1 ≤ y⁺ ≤ 170 (Reichardt's fit
     sits above the DNS in the buffer layer by up to ~5 %)."""

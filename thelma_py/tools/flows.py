@@ -160,8 +160,10 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
     """The channel of :mod:`thelma_py.cases.channel` run ``transient`` eddy turnovers h / u_τ,
     then averaged over ``average`` more (``samples_per_turnover`` profiles each). Returns the
     folded U⁺(y⁺), the measured Re_τ (wall stress of the mean profile), its history (one
-    value per sample, from the instantaneous plane means) and the deviations from MKM.
-    ``max_seconds`` ends the run early, with the samples so far (``stopped_at``: turnovers)."""
+    value per sample, from the instantaneous plane means) and the deviations from MKM; also
+    ⟨u′v′⟩⁺, Re_τ from the total stress at the first node and U⁺ on the input u_τ (with its
+    deviations). ``max_seconds`` ends the run early, with the samples so far (``stopped_at``,
+    in turnovers)."""
     lattice, name, params = CHANNEL_SCHEMES[scheme]
     solver = channel.build(h=h, re_tau=re_tau, u_tau=u_tau, lattice=lattice, compute=name,
                            device=device, precision=precision, **params, **build)
@@ -170,6 +172,7 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
     stride = max(1, round(turnover / samples_per_turnover))
     start = time.perf_counter()
     history, average_profile = [], channel.ChannelAverage()
+    stress = channel.ShearStressAverage()
     end_transient = round(transient * turnover)
     total = end_transient + round(average * turnover)
     diverged = stopped = None
@@ -192,6 +195,7 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
                         channel.wall_units(profile, nu)["re_tau"], float(profile.max())])
         if solver.time_step > end_transient:
             average_profile.add(np.concatenate([profile, profile[::-1]]))
+            stress.sample(solver)
     out = {"scheme": scheme, "lattice": lattice, "compute": name,
            "params": json.loads(json.dumps(params)), "h": h, "shape": solver.geometry.shape,
            "re_tau_input": re_tau, "u_tau_input": u_tau, "nu": nu, "precision": precision,
@@ -200,10 +204,19 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
            "wall_seconds": time.perf_counter() - start, "diverged_at": diverged,
            "stopped_at": stopped, "history": history, "samples": average_profile.samples}
     if average_profile.samples:
-        w = channel.wall_units(average_profile.profile(), nu)
+        mean = average_profile.profile()
+        w = channel.wall_units(mean, nu)
+        uv = stress.profile()
+        # the same profile in the input's wall units (u_τ from the force: the statistically
+        # steady state's wall stress)
+        y_input, u_input = (np.arange(h) + 0.5) * u_tau / nu, mean / u_tau
         out.update({"y_plus": w["y_plus"].tolist(), "U_plus": w["U_plus"].tolist(),
                     "re_tau": w["re_tau"],
-                    "U_plus_error": channel.compare_mkm(w["y_plus"], w["U_plus"])})
+                    "U_plus_error": channel.compare_mkm(w["y_plus"], w["U_plus"]),
+                    "uv_plus": (uv / w["u_tau"] ** 2).tolist(),
+                    "re_tau_total_stress": channel.total_stress_re_tau(mean, uv, nu),
+                    "U_plus_input": u_input.tolist(),
+                    "U_plus_input_error": channel.compare_mkm(y_input, u_input)})
     return out
 
 
@@ -237,8 +250,13 @@ def channel_summary(runs: list[dict]) -> str:
         probes.append((y[-1], u[-1], float(mkm["U_plus"][-1])))
         at = " ".join(f"{p:.0f}:{a:.2f}({b:.2f})" for p, a, b in probes)
         e = r["U_plus_error"]
-        lines.append(f"{r['scheme']} u_tau={r['u_tau_input']:g}: Re_tau {r['re_tau']:.1f}, "
-                     f"U+ error {e['below']:.3f} below y+ 30, {e['above']:.3f} above; "
+        extra = ""
+        if "re_tau_total_stress" in r:  # runs of this driver (session 5's run lacks them)
+            ei = r["U_plus_input_error"]
+            extra = (f" (total stress {r['re_tau_total_stress']:.1f}; on the input u_tau U+ "
+                     f"error {ei['below']:.3f} below, {ei['above']:.3f} above)")
+        lines.append(f"{r['scheme']} u_tau={r['u_tau_input']:g}: Re_tau {r['re_tau']:.1f}"
+                     f"{extra}, U+ error {e['below']:.3f} below y+ 30, {e['above']:.3f} above; "
                      f"U+ at y+ {at}; {'PASSES' if channel_passes(r) else 'fails'} the bar"
                      f"{_channel_stop(r)}")
     return "\n".join(lines)

@@ -162,7 +162,7 @@ def test_device_channel_variants_name_known_schemes():
         tp.plugin("compute", name, nu=0.001, **params).check(LATTICES[lattice])
 
 
-@pytest.mark.slow  # ~2 min: two coarse channels on the CUDA engine compiled for the host
+@pytest.mark.slow  # ~1 min: two coarse channels on the CUDA engine compiled for the host
 @pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
 @pytest.mark.filterwarnings("ignore:tau")
 def test_parametrized_cumulant_keeps_a_coarse_channel_turbulent(host_gpu, monkeypatch):

@@ -57,20 +57,24 @@ def channel(runs: list[dict], docs: Path, plt) -> None:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
     ax.semilogx(mkm["y_plus"][1:], mkm["U_plus"][1:], "k-", lw=2, label="MKM 1999")
     ax.semilogx(mkm["y_plus"][1:], mkm["y_plus"][1:], "k:", lw=1)
-    print("| scheme | h | nodes | Re_τ measured | U⁺ error y⁺ < 30 | y⁺ ≥ 30 | steps | MLUPS |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print("| scheme | u_τ | h | nodes | Re_τ measured | U⁺ error y⁺ < 30 | y⁺ ≥ 30 | steps | "
+          "MLUPS |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|")
     for r in runs:
         if "re_tau" not in r:
-            print(f"| {r['scheme']} | — | — | {r.get('error') or r.get('diverged_at')} | | | | |")
+            print(f"| {r['scheme']} | {r.get('u_tau_input')} | — | — | "
+                  f"{r.get('error') or r.get('diverged_at')} | | | | |")
             continue
         e = r["U_plus_error"]
-        print(f"| {r['scheme']} | {r['h']} | {'×'.join(map(str, r['shape']))} | "
+        print(f"| {r['scheme']} | {r['u_tau_input']:g} | {r['h']} | "
+              f"{'×'.join(map(str, r['shape']))} | "
               f"{r['re_tau']:.1f} | {e['below']:.3f} | {e['above']:.3f} | {r['steps']} | "
               f"{r['mlups']:.0f} |")
-        ax.semilogx(r["y_plus"], r["U_plus"], "o", ms=3, label=f"{r['scheme']}, h = {r['h']}")
+        label = f"{r['scheme']}, h = {r['h']}, u_τ = {r['u_tau_input']:g}"
+        ax.semilogx(r["y_plus"], r["U_plus"], "o", ms=3, label=label)
         history = np.asarray(r["history"])
-        bx.plot(history[:, 0], history[:, 1], label=r["scheme"])
-    ax.set(xlabel="y⁺", ylabel="U⁺")
+        bx.plot(history[:, 0], history[:, 1], label=label)
+    ax.set(xlabel="y⁺", ylabel="U⁺", ylim=(0, 25))
     ax.legend()
     bx.axhline(180, color="k", lw=1)
     bx.set(xlabel="t u_τ / h", ylabel="Re_τ (instantaneous plane mean)")
@@ -120,7 +124,8 @@ def main() -> None:
 
     if runs := _load(args.folder, "tgv") + _load(args.folder, "tgv_nosgs"):
         tgv(runs, args.docs, plt)
-    if runs := _load(args.folder, "channel"):
+    channels = sorted(args.folder.glob("flows_channel*.json"))  # device_channel.sh: one a variant
+    if runs := [r for path in channels for r in json.loads(path.read_text())["runs"]]:
         channel(runs, args.docs, plt)
     if runs := _load(args.folder, "sphere3700") + _load(args.folder, "sphere10000"):
         sphere(runs, args.docs, plt)

@@ -43,8 +43,9 @@ CENTRELINE_U_PLUS = 18.3
 """MKM's U⁺ at the centre line (Re_τ = 178): u_c ≈ 18.3 u_τ sets the Mach number."""
 DEFAULT_STEPS = 20_000
 
-__all__ = ["CENTRELINE_U_PLUS", "DEFAULT_STEPS", "ChannelAverage", "build", "compare_mkm",
-           "eddy_turnover", "load_mkm", "parameters", "reichardt", "report", "wall_units"]
+__all__ = ["CENTRELINE_U_PLUS", "DEFAULT_STEPS", "ChannelAverage", "ShearStressAverage", "build",
+           "compare_mkm", "eddy_turnover", "load_mkm", "parameters", "reichardt", "report",
+           "total_stress_re_tau", "wall_units"]
 
 
 def parameters(h: int, re_tau: float, u_tau: float) -> dict[str, float]:
@@ -138,6 +139,45 @@ class ChannelAverage:
         mean = self.total / self.samples
         h = len(mean) // 2
         return 0.5 * (mean[:h] + mean[::-1][:h])
+
+
+class ShearStressAverage:
+    """Running mean of the plane covariance ⟨u′v′⟩(y) (u_x u_y less the product of the plane
+    means, per sample), folded over the two walls (the upper one's v points into the wall):
+    the Reynolds shear stress at η = j + ½ for the lower wall, negative in a turbulent
+    channel."""
+
+    def __init__(self) -> None:
+        self.total: np.ndarray | None = None
+        self.samples = 0
+
+    def sample(self, solver: tp.Solver) -> None:
+        u = solver.engine.macroscopic()[1]
+        means = [u[0].mean(axis=(0, 2)), u[1].mean(axis=(0, 2)), (u[0] * u[1]).mean(axis=(0, 2))]
+        ux, uy, uxuy = (np.asarray(solver.backend.to_host(m), dtype=np.float64) for m in means)
+        self.add(uxuy - ux * uy)
+
+    def add(self, covariance: np.ndarray) -> None:
+        """Add one plane covariance over all 2h nodes."""
+        self.total = covariance.copy() if self.total is None else self.total + covariance
+        self.samples += 1
+
+    def profile(self) -> np.ndarray:
+        if self.total is None:
+            raise ValueError("no samples yet")
+        mean = self.total / self.samples
+        h = len(mean) // 2
+        return 0.5 * (mean[:h] - mean[::-1][:h])
+
+
+def total_stress_re_tau(profile: np.ndarray, uv: np.ndarray, nu: float) -> float:
+    """Re_τ from the total stress at the first node, u_τ² ≈ ν U(η₁)/η₁ − ⟨u′v′⟩(η₁): where the
+    grid lets turbulence reach the first node, the slope alone misses the part of the wall
+    stress that ⟨u′v′⟩ carries there (an estimate: the slope is the mean over [0, η₁], the
+    covariance is at η₁; in the laminar channel it equals the slope measure)."""
+    h = len(profile)
+    u_tau2 = nu * profile[0] / 0.5 - uv[0]
+    return math.sqrt(u_tau2) * h / nu if u_tau2 > 0 else math.nan
 
 
 def wall_units(profile: np.ndarray, nu: float) -> dict[str, np.ndarray | float]:

@@ -43,8 +43,13 @@ TGV_BARS = ("lbm-bgk-les", "lbm-mrt-les", "lwacm-les", "lwacm-fused-les", "cumul
 TGV_PEAK_TOLERANCE = {64: None, 128: 0.10, 256: 0.05}
 """The issue's bars on the relative error of the peak −dE/dt (none at 64³)."""
 
+K17 = {"name": "cumulant", "parametrized": True, "limiter": 0.01}
+"""Geier, Pasquali & Schönherr (2017)'s parametrized cumulant with its third-order limiter
+(λ = 0.01, the paper's value)."""
 CHANNEL_SCHEMES = {
     "cumulant": ("D3Q27", "lbm", {"collision": "cumulant"}),
+    "cumulant-k17": ("D3Q27", "lbm", {"collision": K17}),
+    "cumulant-k17-strong": ("D3Q27", "lbm", {"collision": {**K17, "limiter": 0.001}}),
     "mrt": ("D3Q19", "lbm", {"collision": "mrt"}),
     "mrt-les": ("D3Q19", "lbm", {"collision": "mrt", "les": {"name": "smagorinsky",
                                                               "c_s": 0.1}}),
@@ -151,11 +156,14 @@ def tgv_energy_error(run: dict) -> float:
 def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
                 u_tau: float = 0.005, transient: float = 50.0, average: float = 30.0,
                 samples_per_turnover: int = 10, precision: str = "float32",
-                device: str = "auto", **build) -> dict:
+                device: str = "auto", max_seconds: float | None = None, **build) -> dict:
     """The channel of :mod:`thelma_py.cases.channel` run ``transient`` eddy turnovers h / u_τ,
     then averaged over ``average`` more (``samples_per_turnover`` profiles each). Returns the
     folded U⁺(y⁺), the measured Re_τ (wall stress of the mean profile), its history (one
-    value per sample, from the instantaneous plane means) and the deviations from MKM."""
+    value per sample, from the instantaneous plane means) and the deviations from MKM; also
+    ⟨u′v′⟩⁺, Re_τ from the total stress at the first node and U⁺ on the input u_τ (with its
+    deviations). ``max_seconds`` ends the run early, with the samples so far (``stopped_at``,
+    in turnovers)."""
     lattice, name, params = CHANNEL_SCHEMES[scheme]
     solver = channel.build(h=h, re_tau=re_tau, u_tau=u_tau, lattice=lattice, compute=name,
                            device=device, precision=precision, **params, **build)
@@ -164,10 +172,14 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
     stride = max(1, round(turnover / samples_per_turnover))
     start = time.perf_counter()
     history, average_profile = [], channel.ChannelAverage()
+    stress = channel.ShearStressAverage()
     end_transient = round(transient * turnover)
     total = end_transient + round(average * turnover)
-    diverged = None
+    diverged = stopped = None
     while solver.time_step < total:
+        if max_seconds is not None and time.perf_counter() - start > max_seconds:
+            stopped = solver.time_step / turnover
+            break
         try:
             solver.run(min(stride, total - solver.time_step))
         except tp.DivergenceError:
@@ -183,19 +195,71 @@ def channel_run(scheme: str = "cumulant", *, h: int = 32, re_tau: float = 180.0,
                         channel.wall_units(profile, nu)["re_tau"], float(profile.max())])
         if solver.time_step > end_transient:
             average_profile.add(np.concatenate([profile, profile[::-1]]))
+            stress.sample(solver)
     out = {"scheme": scheme, "lattice": lattice, "compute": name,
            "params": json.loads(json.dumps(params)), "h": h, "shape": solver.geometry.shape,
            "re_tau_input": re_tau, "u_tau_input": u_tau, "nu": nu, "precision": precision,
            "turnover_steps": turnover, "transient": transient, "average": average,
            "steps": solver.time_step, "mlups": solver.mlups,
            "wall_seconds": time.perf_counter() - start, "diverged_at": diverged,
-           "history": history, "samples": average_profile.samples}
+           "stopped_at": stopped, "history": history, "samples": average_profile.samples}
     if average_profile.samples:
-        w = channel.wall_units(average_profile.profile(), nu)
+        mean = average_profile.profile()
+        w = channel.wall_units(mean, nu)
+        uv = stress.profile()
+        # the same profile in the input's wall units (u_τ from the force: the statistically
+        # steady state's wall stress)
+        y_input, u_input = (np.arange(h) + 0.5) * u_tau / nu, mean / u_tau
         out.update({"y_plus": w["y_plus"].tolist(), "U_plus": w["U_plus"].tolist(),
                     "re_tau": w["re_tau"],
-                    "U_plus_error": channel.compare_mkm(w["y_plus"], w["U_plus"])})
+                    "U_plus_error": channel.compare_mkm(w["y_plus"], w["U_plus"]),
+                    "uv_plus": (uv / w["u_tau"] ** 2).tolist(),
+                    "re_tau_total_stress": channel.total_stress_re_tau(mean, uv, nu),
+                    "U_plus_input": u_input.tolist(),
+                    "U_plus_input_error": channel.compare_mkm(y_input, u_input)})
     return out
+
+
+CHANNEL_PROBES = (5.0, 14.0, 30.0, 100.0)
+"""y⁺ at which :func:`channel_summary` prints U⁺ against MKM (and the centre line)."""
+
+
+def channel_passes(run: dict) -> bool:
+    """The issue's bar: measured Re_τ within 5 % of 180, U⁺ within 5 % of MKM for y⁺ ≥ 30 and
+    within 10 % below."""
+    if "re_tau" not in run:
+        return False
+    e = run["U_plus_error"]
+    return abs(run["re_tau"] / 180.0 - 1) <= 0.05 and e["above"] <= 0.05 and e["below"] <= 0.10
+
+
+def channel_summary(runs: list[dict]) -> str:
+    """One line per channel run: scheme, u_τ, measured Re_τ, the largest U⁺ errors, U⁺ at
+    :data:`CHANNEL_PROBES` inside the profile and at the centre (MKM's in brackets), and
+    whether it meets the bar."""
+    mkm = channel.load_mkm()
+    lines = []
+    for r in runs:
+        if "re_tau" not in r:
+            lines.append(f"{r.get('scheme')} u_tau={r.get('u_tau_input')}: "
+                         f"{_channel_failure(r)}")
+            continue
+        y, u = np.asarray(r["y_plus"]), np.asarray(r["U_plus"])
+        probes = [(p, np.interp(p, y, u), np.interp(p, mkm["y_plus"], mkm["U_plus"]))
+                  for p in CHANNEL_PROBES if y[0] <= p < y[-1]]
+        probes.append((y[-1], u[-1], float(mkm["U_plus"][-1])))
+        at = " ".join(f"{p:.0f}:{a:.2f}({b:.2f})" for p, a, b in probes)
+        e = r["U_plus_error"]
+        extra = ""
+        if "re_tau_total_stress" in r:  # runs of this driver (session 5's run lacks them)
+            ei = r["U_plus_input_error"]
+            extra = (f" (total stress {r['re_tau_total_stress']:.1f}; on the input u_tau U+ "
+                     f"error {ei['below']:.3f} below, {ei['above']:.3f} above)")
+        lines.append(f"{r['scheme']} u_tau={r['u_tau_input']:g}: Re_tau {r['re_tau']:.1f}"
+                     f"{extra}, U+ error {e['below']:.3f} below y+ 30, {e['above']:.3f} above; "
+                     f"U+ at y+ {at}; {'PASSES' if channel_passes(r) else 'fails'} the bar"
+                     f"{_channel_stop(r)}")
+    return "\n".join(lines)
 
 
 # -- sphere ------------------------------------------------------------------------------------
@@ -241,7 +305,8 @@ def _write(out: Path, name: str, data) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("tgv", "channel", "sphere3700", "sphere10000"))
+    parser.add_argument("part", choices=("tgv", "channel", "channel-summary", "sphere3700",
+                                         "sphere10000"))
     parser.add_argument("--out", type=Path, default=Path("out"))
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="float32")
@@ -249,10 +314,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--schemes", default=None, help="comma-separated scheme names")
     parser.add_argument("--t-end", type=float, default=20.0, help="tgv: end time t*")
     parser.add_argument("--h", type=int, default=32, help="channel: half-height in nodes")
+    parser.add_argument("--u-tau", type=float, default=0.005,
+                        help="channel: input friction velocity (lattice; u_c ~ 18.3 u_tau)")
     parser.add_argument("--transient", type=float, default=None,
                         help="channel: eddy turnovers; sphere: d/U before averaging")
     parser.add_argument("--average", type=float, default=None,
                         help="channel: eddy turnovers; sphere: d/U of averaging")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="channel: end each run after this long, keeping its samples")
     parser.add_argument("--d", type=int, default=32, help="sphere: diameter in nodes")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
@@ -271,11 +340,17 @@ def main(argv: list[str] | None = None) -> None:
                 _write(args.out, f"flows_tgv{args.tag}", {"runs": runs})
                 print(_tgv_line(r), flush=True)
         return
+    if args.part == "channel-summary":  # the channel runs found in --out
+        runs = [r for path in sorted(args.out.glob("flows_channel*.json"))
+                for r in json.loads(path.read_text())["runs"]]
+        print(channel_summary(runs))
+        return
     if args.part == "channel":
         runs = []
         for scheme in (args.schemes or "cumulant").split(","):
             try:
-                r = channel_run(scheme, h=args.h, **times, **common)
+                r = channel_run(scheme, h=args.h, u_tau=args.u_tau,
+                                max_seconds=args.max_seconds, **times, **common)
             except Exception as error:  # noqa: BLE001
                 r = {"scheme": scheme, "error": f"{type(error).__name__}: {error}"}
             runs.append(r)
@@ -309,11 +384,26 @@ def _channel_line(r: dict) -> str:
     if "error" in r:
         return f"channel {r['scheme']}: {r['error']}"
     if "re_tau" not in r:
-        return f"channel {r['scheme']}: diverged at {r['diverged_at']} turnovers"
+        return f"channel {r['scheme']}: {_channel_failure(r)}"
     e = r["U_plus_error"]
-    return (f"channel {r['scheme']} h={r['h']}: Re_tau = {r['re_tau']:.1f} (input "
-            f"{r['re_tau_input']:g}), U+ max error {e['below']:.3f} below y+=30, "
-            f"{e['above']:.3f} above; {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s")
+    return (f"channel {r['scheme']} h={r['h']} u_tau={r['u_tau_input']:g}: Re_tau = "
+            f"{r['re_tau']:.1f} (input {r['re_tau_input']:g}), U+ max error {e['below']:.3f} "
+            f"below y+=30, {e['above']:.3f} above; {r['mlups']:.0f} MLUPS, "
+            f"{r['wall_seconds']:.0f} s{_channel_stop(r)}")
+
+
+def _channel_failure(r: dict) -> str:
+    if r.get("error"):
+        return r["error"]
+    if r.get("stopped_at") is not None:
+        return f"time limit at {r['stopped_at']:.1f} turnovers, before any average"
+    return f"diverged at {r.get('diverged_at')} turnovers"
+
+
+def _channel_stop(r: dict) -> str:
+    stopped = r.get("stopped_at")
+    return "" if stopped is None else (f" (time limit at {stopped:.1f} turnovers, "
+                                       f"{r['samples']} samples)")
 
 
 def _sphere_line(r: dict) -> str:

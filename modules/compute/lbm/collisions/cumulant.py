@@ -16,14 +16,25 @@ equilibrium each step). ``limiter`` (λ > 0, None: off) is the 2017 paper's limi
 third-order rates, ω' = ω + (1 − ω) |C| / (ρ λ + |C|): a large third-order cumulant relaxes
 faster (at rate 1 in the limit), the stabilizer of under-resolved runs.
 
+``parametrized=True`` is the 2017 paper's parametrization for fourth-order accurate diffusion
+(the "K17" model of VirtualFluids): ω3, ω4, ω5 become functions of ω1 (its eqs. 111–113 with
+ω2 = 1, so ``omega_bulk`` must stay 1) and the fourth-order cumulants relax (at ω6, ω7, ω8)
+towards non-zero equilibria proportional to the velocity gradients, with the factors A and B of
+its eqs. 115–116 (the gradients come from the pre-collision second-order cumulants). The three
+rates lie in (0, 2) only for 1.75 < ω1 < 2 (ν < 0.024) and 1 < ω1 < 1.43: elsewhere (ω4 has
+a pole at ω1 = 1.556, A and B at ω1 = 1) the run diverges. As ω1 → 2 they go to zero
+(ω3 = 0.052 at τ = 0.5027), which is why the paper pairs them with the limiter.
+
 A body force (Guo-like, second order): u includes g/2 (:func:`..collision.moments`), so the
 pre-collision first central moments are −ρ g/2; the collision sets them to +ρ g/2, which adds
 the momentum ρ g per step.
 
-Not implemented: the 2015 paper's Galilean correction of the second-order diagonal cumulants by
-velocity derivatives (eqs. 55–57; it affects normal stresses at high Mach number) and the
-2017 paper's fourth-order optimal equilibria; the transform works on the full populations (the
-"well-conditioned" variant that subtracts the lattice weights is not used).
+``galilean_correction=True`` adds the 2015 paper's correction of the second-order diagonal
+cumulants by velocity derivatives (eqs. 55–57; it affects normal stresses at high Mach number).
+
+Not implemented: the 2017 paper's rates for ω2 ≠ 1 (``parametrized`` needs ω2 = 1); the
+transform works on the full populations (the "well-conditioned" variant that subtracts the
+lattice weights is not used).
 """
 
 from __future__ import annotations
@@ -174,6 +185,47 @@ def central_from_cumulants(c: dict, inv_rho, let: Callable) -> dict:
     return k
 
 
+def parametrized_rates(omega, let: Callable) -> tuple:
+    """ω3, ω4, ω5 of Geier, Pasquali & Schönherr (2017), eqs. 111–113 with ω2 = 1: the
+    third-order rates that make diffusion fourth-order accurate (all → 0 as ω → 2)."""
+    w2 = omega * omega
+    rate_3 = let(8.0 * (omega - 2.0) * (1.0 + 2.0 * omega) / (7.0 * w2 - 14.0 * omega - 8.0))
+    rate_4 = let(8.0 * (omega - 2.0) * (4.0 * omega - 7.0) / (9.0 * w2 - 50.0 * omega + 56.0))
+    rate_5 = let(24.0 * (omega - 2.0) * (3.0 * w2 - 7.0 * omega - 2.0)
+                 / (29.0 * w2 * omega - 130.0 * w2 + 152.0 * omega + 48.0))
+    return rate_3, rate_4, rate_5
+
+
+def diagonal_gradients(c: dict, rho, omega, omega_bulk, let: Callable) -> tuple:
+    """ρ ∂_x u_x, ρ ∂_y u_y, ρ ∂_z u_z from the pre-collision second-order cumulants: the
+    differences C_xx − C_yy relax at ω (−ρ/(3ω) · 2(∂_x u_x − ∂_y u_y) off equilibrium), the
+    trace at ω2 (−2ρ/(3 ω2) ∇·u)."""
+    xx, yy, zz = c[(2, 0, 0)], c[(0, 2, 0)], c[(0, 0, 2)]
+    dxy, dxz = let(xx - yy), let(xx - zz)
+    dxux = let(-0.5 * omega * (dxy + dxz) + 0.5 * omega_bulk * (rho - xx - yy - zz))
+    return dxux, let(dxux + 1.5 * omega * dxy), let(dxux + 1.5 * omega * dxz)
+
+
+def fourth_order_equilibria(c: dict, rho, omega, let: Callable) -> dict:
+    """The 2017 paper's fourth-order cumulant equilibria (eqs. 43–48, A and B of eqs. 115–116
+    with ω2 = 1), ρ-weighted like ``c``: C_220 = −(1/ω − ½)(2/3) A ρ(∂_x u_x + ∂_y u_y),
+    C_211 = −(1/ω − ½)(1/3) B ρ(∂_y u_z + ∂_z u_y) and rotations, the gradients from the
+    pre-collision second-order cumulants (C_ab^neq = −ρ/(3ω) (∂_a u_b + ∂_b u_a), the trace at
+    ω2 = 1)."""
+    w2 = omega * omega
+    factor = let(1.0 / omega - 0.5)
+    a = let(factor * (2.0 / 3.0) * (4.0 + 2.0 * omega - 3.0 * w2)
+            / (5.0 * w2 - 7.0 * omega + 2.0))
+    b = let(factor * (1.0 / 3.0) * (4.0 + 28.0 * omega - 14.0 * w2)
+            / (15.0 * w2 - 21.0 * omega + 6.0))
+    dxux, dyuy, dzuz = diagonal_gradients(c, rho, omega, 1.0, let)
+    shear = {axes: let(-3.0 * omega * c[axes]) for axes in ((1, 1, 0), (1, 0, 1), (0, 1, 1))}
+    return {(2, 2, 0): let(-a * (dxux + dyuy)), (2, 0, 2): let(-a * (dxux + dzuz)),
+            (0, 2, 2): let(-a * (dyuy + dzuz)),
+            (1, 1, 2): let(-b * shear[(1, 1, 0)]), (1, 2, 1): let(-b * shear[(1, 0, 1)]),
+            (2, 1, 1): let(-b * shear[(0, 1, 1)])}
+
+
 @register_collision("cumulant")
 @attrs.frozen(kw_only=True)
 class Cumulant(CollisionModel):
@@ -200,6 +252,22 @@ class Cumulant(CollisionModel):
     """Sixth order: C_222."""
     limiter: float | None = attrs.field(default=None, validator=_positive_or_none)
     """λ of the 2017 limiter on ω_3, ω_4, ω_5 (None: off; the paper used λ = 0.01 … 1e-3)."""
+    parametrized: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """Geier et al. 2017's fourth-order diffusion: ω3, ω4, ω5 from ω1 and the fourth-order
+    equilibria A, B (``omega_3``/``omega_4``/``omega_5`` unused, ``omega_bulk`` must be 1)."""
+
+    galilean_correction: bool = attrs.field(default=False,
+                                            validator=attrs.validators.instance_of(bool))
+    """The 2015 paper's correction of the diagonal second-order cumulants (its eqs. 55–57,
+    eqs. 33–35 of the 2017 paper): −3 (1 − ω/2) (u_x² ρ∂_x u_x − u_y² ρ∂_y u_y) on the
+    differences, likewise at ω2 on the trace, removing the O(u²) error of the normal-stress
+    viscosity that D3Q27's c_x³ = c_x leaves (what makes it Mach-dependent)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.parametrized and (self.omega_bulk != 1.0 or
+                                  (self.omega_3, self.omega_4, self.omega_5) != (1.0, 1.0, 1.0)):
+            raise ValueError("cumulant parametrized=True sets omega_3/4/5 from omega and needs "
+                             "omega_bulk = 1 (the 2017 formulas for ω2 = 1); leave them at 1")
 
     def unsupported(self, lattice: Lattice) -> str | None:
         if lattice.name != "D3Q27":
@@ -216,17 +284,18 @@ class Cumulant(CollisionModel):
         inv_rho = let(1.0 / rho)
         kappa = central_moments(lattice, f, u, let)
         c = cumulants_from_central(kappa, inv_rho, let)
-        post = self._relax_cumulants(c, rho, omega, force, let)
+        post = self._relax_cumulants(c, rho, u, omega, force, let)
         kappa = central_from_cumulants(post, inv_rho, let)
         return populations(lattice, kappa, u, let)
 
     def _third_rate(self, rate: float, value, rho, let: Callable):
-        if self.limiter is None or rate == 1.0:
+        if self.limiter is None or (isinstance(rate, float) and rate == 1.0):
             return rate
         size = let(sqrt(value * value))  # |C| (sqrt is the one traced function)
         return let(rate + (1.0 - rate) * size / (self.limiter * rho + size))
 
-    def _relax_cumulants(self, c: dict, rho, omega, force, let: Callable) -> dict:
+    def _relax_cumulants(self, c: dict, rho, u: Sequence, omega, force,
+                         let: Callable) -> dict:
         post = {(0, 0, 0): rho}
         for axis in range(3):
             key = [0, 0, 0]
@@ -241,22 +310,36 @@ class Cumulant(CollisionModel):
         dxy = let(keep * (xx - yy))
         dxz = let(keep * (xx - zz))
         trace = let(self.omega_bulk * rho + (1.0 - self.omega_bulk) * (xx + yy + zz))
+        if self.galilean_correction:
+            gx, gy, gz = diagonal_gradients(c, rho, omega, self.omega_bulk, let)
+            gx, gy, gz = let(u[0] * u[0] * gx), let(u[1] * u[1] * gy), let(u[2] * u[2] * gz)
+            weight = let(3.0 * (1.0 - 0.5 * omega))
+            dxy = let(dxy - weight * (gx - gy))
+            dxz = let(dxz - weight * (gx - gz))
+            trace = let(trace - 3.0 * (1.0 - 0.5 * self.omega_bulk) * (gx + gy + gz))
         post[(2, 0, 0)] = let((dxy + dxz + trace) * (1.0 / 3.0))
         post[(0, 2, 0)] = let(post[(2, 0, 0)] - dxy)
         post[(0, 0, 2)] = let(post[(2, 0, 0)] - dxz)
         # third order: sums at ω3, differences at ω4, C_111 at ω5 (limited if λ is set)
+        rate_3, rate_4, rate_5 = (parametrized_rates(omega, let) if self.parametrized
+                                  else (self.omega_3, self.omega_4, self.omega_5))
         for x, y, z in PERMUTATIONS:
             a, b = _perm(1, 2, 0, (x, y, z)), _perm(1, 0, 2, (x, y, z))
             total = let(c[a] + c[b])
             diff = let(c[a] - c[b])
-            total = let((1.0 - self._third_rate(self.omega_3, total, rho, let)) * total)
-            diff = let((1.0 - self._third_rate(self.omega_4, diff, rho, let)) * diff)
+            total = let((1.0 - self._third_rate(rate_3, total, rho, let)) * total)
+            diff = let((1.0 - self._third_rate(rate_4, diff, rho, let)) * diff)
             post[a] = let(0.5 * (total + diff))
             post[b] = let(0.5 * (total - diff))
         xyz = c[(1, 1, 1)]
-        post[(1, 1, 1)] = let((1.0 - self._third_rate(self.omega_5, xyz, rho, let)) * xyz)
-        # fourth order: two differences at ω6, the trace at ω7, C_211-like at ω8
+        post[(1, 1, 1)] = let((1.0 - self._third_rate(rate_5, xyz, rho, let)) * xyz)
+        # fourth order: two differences at ω6, the trace at ω7, C_211-like at ω8, towards zero
+        # or (parametrized) towards the 2017 equilibria
+        eq = fourth_order_equilibria(c, rho, omega, let) if self.parametrized else None
         a, b, cc = c[(2, 2, 0)], c[(2, 0, 2)], c[(0, 2, 2)]
+        if eq is not None:
+            a, b, cc = (let(a - eq[(2, 2, 0)]), let(b - eq[(2, 0, 2)]),
+                        let(cc - eq[(0, 2, 2)]))
         d1 = (1.0 - self.omega_6) * (a - 2.0 * b + cc)
         d2 = (1.0 - self.omega_6) * (a + b - 2.0 * cc)
         tr = (1.0 - self.omega_7) * (a + b + cc)
@@ -265,6 +348,9 @@ class Cumulant(CollisionModel):
         post[(0, 2, 2)] = let((tr - d2) * (1.0 / 3.0))
         for key in ((2, 1, 1), (1, 2, 1), (1, 1, 2)):
             post[key] = let((1.0 - self.omega_8) * c[key])
+        if eq is not None:
+            for key in eq:
+                post[key] = let(post[key] + eq[key])
         for key in ((1, 2, 2), (2, 1, 2), (2, 2, 1)):
             post[key] = let((1.0 - self.omega_9) * c[key])
         post[(2, 2, 2)] = let((1.0 - self.omega_10) * c[(2, 2, 2)])

@@ -114,60 +114,54 @@ def build(*, h: int = 16, re_tau: float = 180.0, u_tau: float = 0.005, length: f
 
 
 # -- measures ----------------------------------------------------------------------------------
-class ChannelAverage:
-    """Running mean of u_x over x, z and the samples, folded over the two walls: U(η) at
-    η = j + ½, j = 0 … h − 1 (float64; the plane means are taken where the field lives)."""
+class _WallFolded:
+    """Running mean of a plane-averaged profile over all 2h nodes, folded over the two walls
+    (``fold`` = +1: the upper half mirrored and added, −1: subtracted, for quantities whose
+    sign follows the wall-normal direction)."""
+
+    fold = 1.0
 
     def __init__(self) -> None:
         self.total: np.ndarray | None = None
         self.samples = 0
+
+    def add(self, profile: np.ndarray) -> None:
+        """Add one plane-averaged profile over all 2h nodes."""
+        self.total = profile.copy() if self.total is None else self.total + profile
+        self.samples += 1
+
+    def profile(self) -> np.ndarray:
+        """The folded mean at η = ½ … h − ½ from the lower wall."""
+        if self.total is None:
+            raise ValueError("no samples yet")
+        mean = self.total / self.samples
+        h = len(mean) // 2
+        return 0.5 * (mean[:h] + self.fold * mean[::-1][:h])
+
+
+class ChannelAverage(_WallFolded):
+    """Running mean of u_x over x, z and the samples, folded over the two walls: U(η) at
+    η = j + ½, j = 0 … h − 1 (float64; the plane means are taken where the field lives)."""
 
     def sample(self, solver: tp.Solver) -> None:
         u = solver.engine.macroscopic()[1]
         profile = np.asarray(solver.backend.to_host(u[0].mean(axis=(0, 2))), dtype=np.float64)
         self.add(profile)
 
-    def add(self, profile: np.ndarray) -> None:
-        """Add one plane-averaged profile u_x(y) over all 2h nodes."""
-        self.total = profile.copy() if self.total is None else self.total + profile
-        self.samples += 1
 
-    def profile(self) -> np.ndarray:
-        """U(η) for η = ½ … h − ½: the mean of the lower half and the mirrored upper half."""
-        if self.total is None:
-            raise ValueError("no samples yet")
-        mean = self.total / self.samples
-        h = len(mean) // 2
-        return 0.5 * (mean[:h] + mean[::-1][:h])
-
-
-class ShearStressAverage:
+class ShearStressAverage(_WallFolded):
     """Running mean of the plane covariance ⟨u′v′⟩(y) (u_x u_y less the product of the plane
     means, per sample), folded over the two walls (the upper one's v points into the wall):
     the Reynolds shear stress at η = j + ½ for the lower wall, negative in a turbulent
     channel."""
 
-    def __init__(self) -> None:
-        self.total: np.ndarray | None = None
-        self.samples = 0
+    fold = -1.0
 
     def sample(self, solver: tp.Solver) -> None:
         u = solver.engine.macroscopic()[1]
         means = [u[0].mean(axis=(0, 2)), u[1].mean(axis=(0, 2)), (u[0] * u[1]).mean(axis=(0, 2))]
         ux, uy, uxuy = (np.asarray(solver.backend.to_host(m), dtype=np.float64) for m in means)
         self.add(uxuy - ux * uy)
-
-    def add(self, covariance: np.ndarray) -> None:
-        """Add one plane covariance over all 2h nodes."""
-        self.total = covariance.copy() if self.total is None else self.total + covariance
-        self.samples += 1
-
-    def profile(self) -> np.ndarray:
-        if self.total is None:
-            raise ValueError("no samples yet")
-        mean = self.total / self.samples
-        h = len(mean) // 2
-        return 0.5 * (mean[:h] - mean[::-1][:h])
 
 
 def total_stress_re_tau(profile: np.ndarray, uv: np.ndarray, nu: float) -> float:

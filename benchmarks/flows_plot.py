@@ -43,7 +43,7 @@ def tgv(runs: list[dict], docs: Path, plt) -> None:
     fig, axes = plt.subplots(1, len(sizes), figsize=(4.5 * len(sizes), 4), squeeze=False)
     for ax, n in zip(axes[0], sizes, strict=True):
         ax.plot(ref["t"], ref["minus_dEk_dt"], "k-", lw=2, label="spectral DNS 512³")
-        for r in (r for r in ok if r["n"] == n):
+        for r in (r for r in ok if r["n"] == n and r.get("diverged_at") is None):
             ax.plot(r["t"], r["minus_dEk_dt"], label=r["scheme"])
         ax.set(title=f"{n}³", xlabel="t* = t V0 / L", ylabel="−dE/dt", xlim=(0, 20),
                ylim=(0, 0.016))

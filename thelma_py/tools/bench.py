@@ -239,7 +239,7 @@ def markdown_table(payload: dict) -> str:
         lbm = r.get("compute", "lbm") == "lbm"
         lines.append(f"| {r.get('compute', 'lbm')} | {r['lattice']} | "
                      f"{r['collision'] if lbm else '-'}{_les(r)} | {_precision(r)} | "
-                     f"{r['streaming'] if lbm else '-'}"
+                     f"{r['streaming'] if lbm else '-'}{_tuning(r)}"
                      f" | {r['case']} | {r['size']}³ | {r['mlups']:.0f} | {r['mlups_min']:.0f}-"
                      f"{r['mlups_max']:.0f} | {r['bytes_per_node']} | {r['bandwidth_GBs']:.0f} | "
                      f"{r['fraction_of_copy']:.1%} | {r['memory_bytes_per_node']} |")
@@ -254,6 +254,21 @@ def markdown_table(payload: dict) -> str:
 
     lines += output_lines(payload)
     return "\n".join(lines) + "\n" + porous_section(payload)
+
+
+def _tuning(record: dict) -> str:
+    """Launch settings away from the defaults (block 128, no streaming stores, no
+    ``__launch_bounds__`` minimum, direct propagation), as in the console label: '' if none."""
+    parts = []
+    if record.get("block", 128) != 128 and record.get("compute", "lbm") == "lbm":
+        parts.append(f"b{record['block']}")
+    if record.get("streaming_stores"):
+        parts.append("stcs")
+    if record.get("min_blocks"):
+        parts.append(f"min-blocks {record['min_blocks']}")
+    if record.get("propagation", "direct") != "direct":
+        parts.append(str(record["propagation"]))
+    return "".join(f" {p}" for p in parts)
 
 
 def _les(record: dict) -> str:

@@ -129,3 +129,13 @@ def test_async_staging_kernels_compile_with_nvcc(tmp_path, lattice_name, store, 
                             staging="async")
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_bench_sweeps_the_staging_of_16bit_records():
+    from thelma_py.tools.bench import BenchConfig, _wanted, compute_params
+
+    fused = BenchConfig(compute="lwacm-fused", store="fp16s", staging="async")
+    assert compute_params(fused).staging == "async" and fused.label.endswith(" fp16s async")
+    assert _wanted(fused, 0.3)
+    assert not _wanted(BenchConfig(compute="lwacm-fused", staging="async"), 0.3)
+    assert not _wanted(BenchConfig(compute="lbm", store="fp16s", staging="async"), 0.3)

@@ -31,6 +31,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=_ints, default=[4, 8, 16, 32])
     parser.add_argument("--store", default="fp32", help="record storage: fp32, fp16s, fp16c")
     parser.add_argument("--rounding", default="nearest", help="16-bit: nearest, stochastic")
+    parser.add_argument("--staging", default="registers", help="16-bit: registers, async")
     parser.add_argument("--min-blocks", type=_ints, default=[0],
                         help="__launch_bounds__ minimum blocks per SM to sweep (0: none)")
     parser.add_argument("--out")
@@ -40,7 +41,7 @@ def main() -> None:
     for case in args.cases.split(","):
         config = BenchConfig(compute="lwacm-fused", size=args.size, case=case,
                              precision=args.precision, store=args.store,
-                             rounding=args.rounding)
+                             rounding=args.rounding, staging=args.staging)
         engine, nodes = build_engine(config, backend)
         picked = (engine.rows, engine.chunk)
         for rows, min_blocks in itertools.product(args.rows, args.min_blocks):
@@ -51,13 +52,13 @@ def main() -> None:
                 mark = " (picked)" if (rows, chunk, min_blocks) == (*picked, 0) else ""
                 rows_out.append({"case": case, "rows": rows, "chunk": chunk, "mlups": mlups,
                                  "min_blocks": min_blocks, "picked": bool(mark)})
-                print(f"{case:9s} {args.store} 32x{rows:<3d} m{min_blocks} chunk {chunk:4d} "
-                      f"{mlups:9.0f} MLUPS{mark}", flush=True)
+                print(f"{case:9s} {args.store} {args.staging} 32x{rows:<3d} m{min_blocks} "
+                      f"chunk {chunk:4d} {mlups:9.0f} MLUPS{mark}", flush=True)
         del engine
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"size": args.size, "precision": args.precision, "store": args.store,
-                       "rounding": args.rounding, "rows": rows_out},
+                       "rounding": args.rounding, "staging": args.staging, "rows": rows_out},
                       handle, indent=1)
 
 

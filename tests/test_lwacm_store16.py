@@ -40,7 +40,8 @@ def format_step(store: str, values: np.ndarray) -> float:
 def assert_records_equal_numpy(backend, lattice_name: str, store: str, batches=(3, 3),
                                chunk: int | None = 8, bound: float = 2.0,
                                exact_fraction: float | None = 0.99,
-                               rounding: str = "nearest", les=None) -> None:
+                               rounding: str = "nearest", les=None,
+                               staging: str = "registers") -> None:
     """Random ρ, u (far from any steady state), walls, a moving lid and sphere, a force: after
     each batch of steps every value within ``bound`` steps of the format (at the largest value)
     of the reference, at least ``exact_fraction`` bit for bit (None: not checked). ``chunk``:
@@ -48,7 +49,7 @@ def assert_records_equal_numpy(backend, lattice_name: str, store: str, batches=(
     lattice = LATTICES[lattice_name]
     tags = walled_geometry(lattice).evaluate(lattice)
     params = LwacmFused(nu=0.04, store=store, force=(2e-5, -1e-5, 1e-5)[: lattice.d],
-                        rounding=rounding, les=les)
+                        rounding=rounding, les=les, staging=staging)
     cpu, gpu = (params.create(lattice, tags, b, np.dtype(np.float32))
                 for b in (select_backend("cpu"), backend))
     assert gpu.buffers[0].dtype == np.uint16 and gpu.buffers[0].shape[-1] == 4

@@ -56,6 +56,8 @@ class BenchConfig:
     with fp32 arithmetic."""
     rounding: str = "nearest"
     """lwacm-fused 16-bit records: rounded to nearest or stochastically."""
+    staging: str = "registers"
+    """lwacm-fused 16-bit records: staged through registers or by cp.async ('async')."""
 
     @property
     def label(self) -> str:
@@ -68,7 +70,8 @@ class BenchConfig:
             f" {self.wall_launch}" if self.wall_launch != "fused" else "") + (
             {None: "", True: " moving-tiles", False: " all-tiles"}[self.moving_tiles]) + (
             f" {self.store}" if self.store != "fp32" else "") + (
-            " sr" if self.rounding == "stochastic" else "")
+            " sr" if self.rounding == "stochastic" else "") + (
+            " async" if self.staging == "async" else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -114,7 +117,7 @@ def compute_params(cfg: BenchConfig):
         if cfg.moving_tiles is not None:
             extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
     if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
-        extra.update(store=cfg.store, rounding=cfg.rounding)
+        extra.update(store=cfg.store, rounding=cfg.rounding, staging=cfg.staging)
     if cfg.les != "none":
         extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -281,6 +284,7 @@ def _precision(record: dict) -> str:
     """'float32', or 'float32/fp16c' where populations are stored in 16 bits."""
     store = record.get("store", "fp32")
     sr = "-sr" if record.get("rounding") == "stochastic" else ""  # stochastic rounding
+    sr += "-async" if record.get("staging") == "async" else ""  # cp.async staging
     return record["precision"] + ("" if store == "fp32" else f"/{store}{sr}")
 
 
@@ -319,6 +323,8 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
         return False  # 16-bit storage: LBM and single-step LW-ACM, fp32 arithmetic only
     if cfg.rounding != "nearest" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
         return False  # stochastic rounding: 16-bit single-step LW-ACM records only
+    if cfg.staging != "registers" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
+        return False  # staging of 16-bit single-step LW-ACM records
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -364,6 +370,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "fp32,fp16s,fp16c (16-bit: float32 arithmetic)")
     parser.add_argument("--rounding", type=_words, default=["nearest"],
                         help="lwacm-fused 16-bit records: nearest,stochastic to sweep")
+    parser.add_argument("--staging", type=_words, default=["registers"],
+                        help="lwacm-fused 16-bit records: registers,async to sweep (how a "
+                             "plane reaches the shared ring)")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 float32, in-place; "
                              "LBM and lwacm-fused once per --store)")
@@ -417,7 +426,7 @@ def run(args: argparse.Namespace) -> int:
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
         args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
         [None] if args.moving_tiles is None else [bool(v) for v in args.moving_tiles],
-        args.store, args.rounding))
+        args.store, args.rounding, args.staging))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

@@ -43,6 +43,7 @@ from thelma_py.compute import ComputeEngine
 from thelma_py.compute_params import check_nu, force_tuple
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import rule as boundary_rule
+from thelma_py.modules.compute.lwacm.fused_kernels import STAGINGS
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.store16 import ROUNDINGS, STORES
@@ -171,11 +172,22 @@ class LwacmFused(LwacmParameters):
     loses every change of u smaller than half a step, which the single-step state (ρ, u only)
     makes often: see docs/DESIGN.md (helper half2)."""
 
+    staging: str = attrs.field(default="registers", validator=attrs.validators.in_(STAGINGS))
+    """16-bit records, how a plane reaches the shared ring: 'registers' (loaded a plane
+    ahead, decoded once per staged record) or 'async' (raw codes copied by cp.async as the
+    fp32 records are, decoded at each read): see docs/DESIGN.md (rec16)."""
+
     @rounding.validator
     def _check_rounding(self, _, value):
         if value != "nearest" and self.store == "fp32":
             raise ValueError(f"rounding={value!r} is for 16-bit records; give store='fp16s' "
                              "or 'fp16c', or leave rounding='nearest'")
+
+    @staging.validator
+    def _check_staging(self, _, value):
+        if value != "registers" and self.store == "fp32":
+            raise ValueError(f"staging={value!r} is for 16-bit records; give store='fp16s' "
+                             "or 'fp16c', or leave staging='registers'")
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         if self.store != "fp32" and np.dtype(dtype) != np.float32:

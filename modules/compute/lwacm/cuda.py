@@ -72,7 +72,8 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
             les=params.les, boundaries=open_links.arms(tags),
             store=getattr(params, "store", "fp32"),
-            rounding=getattr(params, "rounding", "nearest"))
+            rounding=getattr(params, "rounding", "nearest"),
+            staging=getattr(params, "staging", "registers"))
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))

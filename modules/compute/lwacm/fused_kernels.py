@@ -316,11 +316,13 @@ def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
 
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
-           les=None, arms=(), store: str = "fp32", rounding: str = "nearest") -> str:
+           les=None, arms=(), store: str = "fp32", rounding: str = "nearest",
+           staging: str = "registers") -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``arms``: the
-    (kind, face) open boundaries present; ``store``: the record storage, 16-bit records are
-    staged through registers, see :func:`_staging16`)."""
+    (kind, face) open boundaries present; ``store``: the record storage; ``staging`` of
+    16-bit records (:data:`STAGINGS`): through registers, see :func:`_staging16`, or copied
+    raw by ``cp.async`` and decoded at read, see :func:`_staging16_async`)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -409,7 +411,10 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 """
     if store == "fp32":
         return text
-    text = _staging16(text, plane_stride, m_extent, m_periodic, march)
+    if staging == "async":
+        text = _staging16_async(text)
+    else:
+        text = _staging16(text, plane_stride, m_extent, m_periodic, march)
     if rounding == "nearest":
         return text
     seeds = ("    const unsigned seed0 = mix32(2u * (unsigned)seed), "
@@ -460,6 +465,60 @@ def _staging16(text: str, plane_stride: str, m_extent: str, m_periodic: str, mar
                  "        __syncthreads();")
     return _swap(text, "    #undef STAGE_PLANE\n",
                  "    #undef LOAD_PLANE\n    #undef STORE_PLANE\n")
+
+
+STAGINGS = ("registers", "async")
+"""Staging of 16-bit records into the ring: loaded into registers and decoded once per staged
+record (:func:`_staging16`), or copied raw by ``cp.async`` and decoded at each read
+(:func:`_staging16_async`)."""
+
+RING16 = """
+// 16-bit ring read (async staging): the raw record copied by cp.async, decoded at each read
+struct ring16 {
+    const rec_t* __restrict__ p;
+    __device__ __forceinline__ node_t operator[](int i) const { return record_decode(p[i]); }
+};
+__device__ __forceinline__ node_t reload16(node_t v) { return v; }
+
+// 8 bytes global to shared (cp.async.ca: the 8-byte size is not allowed with .cg), zeros
+// where !valid; through registers where cp.async is not there (as copy16)
+__device__ __forceinline__ void copy8(void* to, const void* from, bool valid)
+{
+#if defined(THELMA_CP_ASYNC)
+    const unsigned shared = (unsigned)__cvta_generic_to_shared(to);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\\n"
+                 :: "r"(shared), "l"(from), "r"(valid ? 8 : 0));
+#else
+    for (int w = 0; w < 2; ++w)
+        ((unsigned*)to)[w] = valid ? ((const unsigned*)from)[w] : 0u;
+#endif
+}
+"""
+"""Helpers of :func:`_staging16_async` (after :func:`helpers16`)."""
+
+
+def _staging16_async(text: str) -> str:
+    """The kernel text with 16-bit records staged as the fp32 records are: the same ring
+    of :data:`RING` planes filled by ``cp.async`` (8 B per record, half the shared memory),
+    the same one barrier per plane, and each read of a record decodes its codes
+    (:data:`RING16`). A slot where no node is stored holds zero codes (ρ = 1, u = 0 once
+    decoded): those records are never used (wall links take ghosts), as in the fp32 ring."""
+    text = _swap(text, "    __shared__ node_t ring[RING * PLANE];",
+                 "    __shared__ rec_t ring[RING * PLANE];")
+    text = _swap(text, """                const node_t* at = src + (ok ? from[r] + """,
+                 """                const rec_t* at = src + (ok ? from[r] + """)
+    text = _swap(text, """                for (int part = 0; part < RECORD_PARTS; ++part) \\
+                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\
+                           (const char*)at + 16 * part, ok); } } \\""",
+                 """                copy8(&ring[(slot_) * PLANE + k], at, ok); } } \\""")
+    text = _swap(text, """        const node_t* __restrict__ lo = ring + below * PLANE;
+        const node_t* __restrict__ mid = ring + (below + 1 < RING ? below + 1 : 0) * PLANE;
+        const node_t* __restrict__ hi = ring + (below + 2 < RING ? below + 2 : below + 2 - RING)
+                                               * PLANE;""",
+                 """        const ring16 lo = {ring + below * PLANE};
+        const ring16 mid = {ring + (below + 1 < RING ? below + 1 : 0) * PLANE};
+        const ring16 hi = {ring + (below + 2 < RING ? below + 2 : below + 2 - RING) * PLANE};""")
+    return text.replace("reload(&", "reload16(")  # LES second reads: decoded again
 
 
 def _swap(text: str, old: str, new: str) -> str:

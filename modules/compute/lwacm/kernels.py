@@ -71,6 +71,10 @@ class LwacmKernelConfig(cuda.KernelConfig):
     """Single step: record storage, fp32 or 16-bit codes (:func:`.fused_kernels.helpers16`)."""
     rounding: str = attrs.field(default="nearest", validator=attrs.validators.in_(ROUNDINGS))
     """16-bit records: rounded to nearest or stochastically (:mod:`thelma_py.store16`)."""
+    staging: str = attrs.field(default="registers",
+                               validator=attrs.validators.in_(fused_kernels.STAGINGS))
+    """16-bit records: staged into the ring through registers or by ``cp.async``
+    (:data:`.fused_kernels.STAGINGS`); ignored with fp32 records."""
 
     @property
     def plane_rows(self) -> int:
@@ -80,7 +84,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
     @property
     def name(self) -> str:
         store = "" if self.store == "fp32" else f"_{self.store}" + (
-            "_sr" if self.rounding == "stochastic" else "")
+            "_sr" if self.rounding == "stochastic" else "") + (
+            "_async" if self.staging == "async" else "")
         return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
 
 
@@ -149,7 +154,9 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS]
         if cfg.store != "fp32":
             parts.append(fused_kernels.helpers16(cfg.store, cfg.rounding))
+            if cfg.staging == "async":
+                parts.append(fused_kernels.RING16)
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                           cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
-                                          cfg.rounding))
+                                          cfg.rounding, cfg.staging))
     return "\n".join(parts)

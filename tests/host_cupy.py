@@ -220,17 +220,30 @@ def module() -> types.ModuleType:
     cp.asarray = asarray
     cp.RawModule = RawModule
     for name in ("empty", "zeros", "ones", "full", "array", "where", "tensordot", "empty_like",
-                 "stack", "moveaxis", "ascontiguousarray", "roll"):
+                 "stack", "moveaxis", "ascontiguousarray", "roll", "isfinite"):
         setattr(cp, name, _wrap(getattr(np, name)))
     cp.cuda = types.SimpleNamespace(get_current_stream=Stream, Stream=Stream, Event=Event)
     return cp
 
 
 class HostBackend:
-    """The parts of :class:`thelma_py.backend.Backend` the engines use, for the stand-in."""
+    """The parts of :class:`thelma_py.backend.Backend` the engines and a Solver use, for the
+    stand-in."""
 
     is_gpu = True
     name = "host-cuda"
+    copy_bandwidth = None
+
+    def clock(self) -> float:
+        import time
+
+        return time.perf_counter()
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: the stand-in runs each launch to its end."""
+
+    def describe(self) -> str:
+        return "host-cuda stand-in"
 
     def __init__(self):
         self.xp = module()

@@ -175,24 +175,7 @@ def test_parametrized_cumulant_keeps_a_coarse_channel_turbulent(host_gpu, monkey
     10 % of it."""
     import thelma_py.solver
 
-    class SolverHost(type(host_gpu)):
-        copy_bandwidth = None
-
-        def __init__(self):
-            super().__init__()
-            self.xp.isfinite = np.isfinite  # the divergence check's one extra call
-
-        def clock(self) -> float:
-            import time
-            return time.perf_counter()
-
-        def synchronize(self) -> None:
-            pass
-
-        def describe(self) -> str:
-            return "host-cuda stand-in"
-
-    monkeypatch.setattr(thelma_py.solver, "select_backend", lambda device: SolverHost())
+    monkeypatch.setattr(thelma_py.solver, "select_backend", lambda device: type(host_gpu)())
     centre = {}
     for scheme in ("cumulant", "cumulant-k17"):
         run = flows.channel_run(scheme, h=8, transient=6.0, average=0.1,
@@ -287,27 +270,12 @@ def test_drivers_on_the_cuda_engine_match_numpy(host_gpu, monkeypatch):
     """The channel and Taylor-Green drivers on the CUDA engine (kernels compiled for the host,
     tests/host_cupy.py) and on NumPy: the same plane means and energy series to rounding
     (fp64, bound 1e-12 relative), so the device-side reductions read the right arrays."""
-    import time
 
     import thelma_py.solver
 
-    class SolverHost(type(host_gpu)):
-        """The stand-in with the clock and description a Solver asks of its backend."""
-
-        copy_bandwidth = None
-
-        def clock(self) -> float:
-            return time.perf_counter()
-
-        def synchronize(self) -> None:
-            pass
-
-        def describe(self) -> str:
-            return "host-cuda stand-in"
-
     select = thelma_py.solver.select_backend
     monkeypatch.setattr(thelma_py.solver, "select_backend",
-                        lambda device: SolverHost() if device == "cuda" else select(device))
+                        lambda device: type(host_gpu)() if device == "cuda" else select(device))
     results = {}
     for device in ("cpu", "cuda"):
         run = flows.channel_run("trt", h=3, re_tau=20.0, u_tau=0.01, transient=0.02,

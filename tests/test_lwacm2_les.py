@@ -11,7 +11,14 @@ import pytest
 import thelma_py as tp
 from tests.lbm_setups import LATTICES
 from tests.test_lwacm_les import smagorinsky_channel
-from tests.test_parallel_host_cuda import STEPS, decomposed, exchange, geometry, initialize
+from tests.test_parallel_host_cuda import (
+    STEPS,
+    assert_ranks_equal_whole,
+    decomposed,
+    geometry,
+    initialize,
+    step_together,
+)
 from thelma_py.backend import select_backend
 from thelma_py.codegen.expr import identity_let
 from thelma_py.modules.compute.lbm import layouts
@@ -120,19 +127,8 @@ def test_host_cuda_two_step_les_equals_numpy_and_ranks_bit_for_bit(host_gpu, cas
     dtype = np.dtype(precision)
     boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, dtype, host_gpu)
     assert "tau_t" in whole.source and "sqrt(" in whole.source
-    for _ in range(STEPS):
-        exchange([engine.halo_arrays()[0] for engine in ranks], plans)
-        for engine in ranks:
-            engine.step(1)
-        whole.step(1)
-    rho, u = (np.array(a) for a in whole.macroscopic())
-    assert np.isfinite(rho).all() and np.abs(u).max() > 1e-3
-    for box, engine in zip(boxes, ranks, strict=True):
-        window = tuple(slice(lo, lo + n)
-                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
-        part_u = np.array(engine.macroscopic()[1])
-        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)],
-                                      u[(slice(None), *window)])
+    rho, u = step_together(ranks, plans, whole, STEPS)
+    assert_ranks_equal_whole(boxes, ranks, u)
     cpu = select_backend("cpu")
     tolerance = 1e-13 if precision == "float64" else 1e-5
     results = []

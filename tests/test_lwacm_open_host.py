@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import LATTICES
-from tests.test_parallel_host_cuda import STEPS, decomposed, exchange, initialize
+from tests.test_parallel_host_cuda import (
+    STEPS,
+    assert_ranks_equal_whole,
+    decomposed,
+    initialize,
+    step_together,
+)
 from thelma_py.backend import select_backend
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
@@ -58,25 +64,14 @@ def test_host_cuda_open_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims,
     dtype = np.dtype(precision)
     boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, dtype, host_gpu)
     assert "open_values" in whole.source
-    for _ in range(STEPS):
-        exchange([engine.halo_arrays()[0] for engine in ranks], plans)
-        for engine in ranks:
-            engine.step(1)
-        whole.step(1)
-    rho, u = (np.array(a) for a in whole.macroscopic())
-    assert np.isfinite(rho).all() and np.abs(u).max() > 1e-3
+    rho, u = step_together(ranks, plans, whole, STEPS)
     reference = params.create(lattice, geo.evaluate(lattice), select_backend("cpu"), dtype)
     initialize(reference, geo, (0,) * geo.dim, geo.shape)
     reference.step(STEPS)
     tolerance = 1e-13 if precision == "float64" else 2e-5
     np.testing.assert_allclose(u, reference.macroscopic()[1], rtol=0, atol=tolerance)
     np.testing.assert_allclose(rho, reference.macroscopic()[0], rtol=0, atol=tolerance)
-    for box, engine in zip(boxes, ranks, strict=True):
-        window = tuple(slice(lo, lo + n)
-                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
-        part_u = np.array(engine.macroscopic()[1])
-        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)],
-                                      u[(slice(None), *window)])
+    assert_ranks_equal_whole(boxes, ranks, u)
 
 
 ALL_ARMS = (("VELOCITY", "-x"), ("PRESSURE", "+x"), ("OUTFLOW", "+y"), ("FREE_SLIP", "-z"),

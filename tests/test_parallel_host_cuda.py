@@ -64,6 +64,29 @@ def exchange(arrays: list, plans: list) -> None:
                 array[t.index(t.recv_layer)] = sent[t.frm]
 
 
+def step_together(ranks: list, plans: list, whole, steps: int):
+    """``steps`` steps of the ranks (an exchange before each) and of the whole domain; the
+    whole domain's (ρ, u) as host arrays, checked finite and moving."""
+    for _ in range(steps):
+        exchange([engine.halo_arrays()[0] for engine in ranks], plans)
+        for engine in ranks:
+            engine.step(1)
+        whole.step(1)
+    rho, u = (np.array(a) for a in whole.macroscopic())
+    assert np.isfinite(rho).all() and np.abs(u).max() > 1e-3
+    return rho, u
+
+
+def assert_ranks_equal_whole(boxes: list, ranks: list, u: np.ndarray) -> None:
+    """Each rank's owned u equals the whole domain's in its window, bit for bit."""
+    for box, engine in zip(boxes, ranks, strict=True):
+        window = tuple(slice(lo, lo + n)
+                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
+        part_u = np.array(engine.macroscopic()[1])
+        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)],
+                                      u[(slice(None), *window)])
+
+
 def decomposed(params, lattice, geo: Geometry, dims, dtype, backend):
     """Rank engines on the grown boxes of a one-axis cut (distributed and initialised), their
     halo plans, and one engine on the whole domain, initialised alike."""
@@ -100,13 +123,7 @@ def test_host_cuda_lwacm_ranks_equal_one_domain_bit_for_bit(host_gpu, case, dims
     boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, dtype, host_gpu)
     assert type(ranks[0]).__name__ == ("CudaLwacmFused" if fused else "CudaLwacm")
     assert all(not t.populations for t in plans[0]) == fused
-    for _ in range(STEPS):
-        exchange([engine.halo_arrays()[0] for engine in ranks], plans)
-        for engine in ranks:
-            engine.step(1)
-        whole.step(1)
-    rho, u = (np.array(a) for a in whole.macroscopic())
-    assert np.isfinite(rho).all() and np.abs(u).max() > 1e-3
+    rho, u = step_together(ranks, plans, whole, STEPS)
     reference = params.create(lattice, geo.evaluate(lattice), select_backend("cpu"), dtype)
     initialize(reference, geo, (0,) * geo.dim, geo.shape)
     reference.step(STEPS)  # the host kernels run the rule of the NumPy reference

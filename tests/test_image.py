@@ -290,13 +290,14 @@ def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
         geo.wall(Sphere((8.5, 9.5, 7.5), 4.0))
         out = tmp_path / device
         plain = dict(path=out, every=40, size=(160, 120), colorbar=False, label=False)
-        # the Q slice near the lid (y = 17 of 0..19): mid-height, Q is still ~1e-13 at step
-        # 40, rounding noise whose colours CPU and GPU cannot share
-        results = [tp.plugin("results", "image", field=f, axis=a, position=k, **plain)
-                   for f, a, k in (("speed", "z", None), ("vorticity", "x", None),
-                                   ("q_criterion", "y", 17), ("p", "z", None))]
+        # a stream started impulsively past the sphere: Q is the sphere's, not the rounding
+        # noise of the lid's plain shear (where Q = 0 exactly and CPU and GPU share no colour)
+        results = [tp.plugin("results", "image", field=f, axis=a, **plain)
+                   for f, a in (("speed", "z"), ("vorticity", "x"), ("q_criterion", "z"),
+                                ("p", "z"))]
         results.append(tp.plugin("results", "image", view="3d", field="q_criterion", **plain))
         solver = tp.compose("D3Q19", geo, tp.plugin("compute", "lbm", nu=0.05), device=device,
+                            init=tp.plugin("init", "equilibrium", u=(0.04, 0.0, 0.0)),
                             precision=precision, results=results)
         solver.run(40)
         solver.finish()

@@ -51,9 +51,10 @@ from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
 
 VIEWS = ("slice", "3d")
-DENSITY_FLOOR_ULPS = 256
-"""Narrowest automatic colour range of ρ and p, in units of the field's machine epsilon (3e-5
-in float32, 6e-14 in float64): the rounding noise of ρ ≈ 1 (a few ulps, different on CPU and
+FLOOR_ULPS = 256
+"""Narrowest automatic colour range, in units of the field's machine epsilon (3e-5 in float32,
+6e-14 in float64) times its scale (1 for ρ and p, else the largest magnitude on the slice): the
+rounding noise of a flat field (ρ ≈ 1; a uniform stream's speed, a few ulps apart on CPU and
 GPU) then moves a pixel by a colour level or two instead of filling the map. A flow at lattice
 Mach number Ma varies ρ by about Ma², far wider than the floor."""
 MAX_SIZE = 16384
@@ -259,8 +260,7 @@ class ImageWriter(Results):
         automatic range leaves solid nodes out."""
         xp = array_module(values)
         mask = ~xp.isin(xp.asarray(kind), xp.asarray(SOLID_CODES))
-        floor = (DENSITY_FLOOR_ULPS * float(np.finfo(values.dtype).eps)
-                 if self.field in ("p", "rho") else 1e-12)
+        floor = noise_floor(values, mask, self.field in ("p", "rho"))
         lo, hi = value_range(values, mask, self.range, signed(self.field, d), floor)
         width, height = self._area()
         pixels = slice_pixels(values, kind, lo, hi, self._table(self.field, d), width,
@@ -451,6 +451,18 @@ def _rank_fetches(solver):
         k[into] = kind[take]
         return solver.reduce(k).astype(np.uint8)
     return fetch, kind_fetch
+
+
+def noise_floor(values, mask, unit_scale: bool):
+    """:data:`FLOOR_ULPS` ulps of ``values``' precision at its scale (1, or the largest
+    magnitude where ``mask``): a float, or a 0-d device array computed without waiting."""
+    ulps = FLOOR_ULPS * float(np.finfo(values.dtype).eps)
+    if unit_scale:
+        return ulps
+    xp = array_module(values)
+    largest = xp.where(mask & xp.isfinite(values), xp.abs(values), 0).max()
+    floor = xp.maximum(ulps * largest.astype(xp.float64), 1e-12)
+    return float(floor) if xp is np else floor
 
 
 def _device_like(array, host: np.ndarray):

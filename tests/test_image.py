@@ -310,14 +310,16 @@ def test_gpu_images_equal_the_cpu_images(tmp_path, precision):
         assert differ < (0.03 if "3d" in name else 0.01), (name, differ)
 
 
-@pytest.mark.parametrize("scene", ["sines", "sparse"])
+@pytest.mark.parametrize("scene", ["sines", "sparse", "corners"])
 def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu, scene):
     """The march kernel, compiled for the host and run thread by thread (tests/host_cupy.py),
     against the NumPy twin (which samples every step, no skipping): every ray stops at the
     same voxel with the same kind of hit, from an oblique camera, on a smooth scene
     (iso-surfaces of a sum of sines, met between nodes) with a solid sphere, and on a sparse
     one (two small blobs and a small solid in a 40³ box: most 8³ bricks are empty, so rays
-    jump across them; a jump one sample too far changes hits here)."""
+    jump across them; a jump one sample too far changes hits here), and on one whose iso
+    surfaces hug the planes x, y, z = 16 of brick corners (a brick that leaves out its last
+    node plane misses them)."""
     import sys
 
     from thelma_py.modules.results.image_raymarch import _march_numpy, march_kernel
@@ -328,6 +330,11 @@ def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu, scene):
         solid, _, _ = _sphere_scene(radius=5.0, n=n)
         z, y, x = np.mgrid[:n, :n, :n]
         value = (np.sin(0.7 * x) + np.sin(0.5 * y) + np.sin(0.6 * z)).astype(np.float32)
+    elif scene == "corners":
+        n, iso = 33, 0.6
+        z, y, x = np.mgrid[:n, :n, :n]
+        value = ((x == 16) | (y == 16) | (z == 16)).astype(np.float32)
+        solid = (x - 28) ** 2 + (y - 28) ** 2 + (z - 5) ** 2 <= 16  # in front of the planes
     else:
         n, iso = 40, 0.5
         z, y, x = np.mgrid[:n, :n, :n]
@@ -343,6 +350,78 @@ def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu, scene):
     assert min((what == k).sum() for k in (0, 1, 2)) > 20
     np.testing.assert_array_equal(got_what.get(), what)
     np.testing.assert_array_equal(got_voxel.get(), voxel)
+
+
+def test_cuda_shade_equals_its_numpy_twin(host_gpu):
+    """The shading kernel (host stand-in) against :func:`_shade_numpy` on the march hits of
+    the smooth scene (iso hits coloured by a second field on a signed range, solid hits, rays
+    that miss, hits on the faces where the normals are one-sided): the same RGB bytes."""
+    import sys
+
+    from thelma_py.modules.results.image_raymarch import _shade_numpy, shade_kernel
+
+    cp = sys.modules["cupy"]
+    n = 20
+    solid, _, _ = _sphere_scene(radius=5.0, n=n)
+    z, y, x = np.mgrid[:n, :n, :n]
+    value = (np.sin(0.7 * x) + np.sin(0.5 * y) + np.sin(0.6 * z)).astype(np.float32)
+    colour = (np.cos(0.3 * x) * np.sin(0.4 * z)).astype(np.float32)
+    camera = Camera.orbit((n, n, n), azimuth=37, elevation=-21, distance=0.8, fov=50)
+    eye, directions = camera.rays(48, 36)
+    d32 = directions.astype(np.float32)
+    what, voxel = march(value, solid, 1.5, eye, d32)
+    assert min((what == k).sum() for k in (0, 1, 2)) > 20
+    table = colormap("coolwarm")
+    want = _shade_numpy(what, voxel, value, solid.astype(np.float32), colour, -0.8, 0.7, table,
+                        d32, 48, 36)
+    got = shade_kernel(cp, cp.asarray(what), cp.asarray(voxel), cp.asarray(value),
+                       cp.asarray(solid), cp.asarray(colour), -0.8, 0.7, table, cp.asarray(d32),
+                       48, 36)
+    assert len(np.unique(want.reshape(-1, 3), axis=0)) > 50
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_cuda_volume_extrema_equal_the_array_reductions(host_gpu):
+    """The reduction kernel (host stand-in, fewer samples than threads and many more) against
+    NumPy: the largest fluid value; the colour's extrema where fluid and value >= iso, NaN and
+    inf left out; nothing qualifying gives (+inf, -inf)."""
+    import sys
+
+    from thelma_py.modules.results.image_raymarch import volume_extrema
+
+    cp = sys.modules["cupy"]
+    rng = np.random.default_rng(3)
+    for shape in ((5, 4, 3), (40, 37, 31)):
+        value = rng.normal(size=shape).astype(np.float32)
+        colour = rng.normal(size=shape).astype(np.float32)
+        colour.flat[[3, 7, 11]] = (np.nan, np.inf, -np.inf)
+        solid = rng.random(shape) < 0.3
+        value[solid] = 10.0  # a solid node's value must not count
+        top = float(volume_extrema(cp, cp.asarray(value), cp.asarray(solid)))
+        assert top == value[~solid].max()
+        for iso in (0.4, 99.0):
+            lo, hi = volume_extrema(cp, cp.asarray(value), cp.asarray(solid), cp.asarray(colour),
+                                    np.float32(iso))
+            chosen = colour[~solid & (value >= iso) & np.isfinite(colour)]
+            want = (chosen.min(), chosen.max()) if chosen.size else (np.inf, -np.inf)
+            assert (float(lo), float(hi)) == want
+
+
+def test_cuda_volume_pair_equals_two_single_volumes(host_gpu):
+    """The iso field and the colour field from one pass of the volume kernel (host stand-in)
+    are the volumes the kernel gives one at a time."""
+    import tests.host_cupy as host_cupy
+    from thelma_py.modules.results.image_volume import volume_kernel
+
+    rng = np.random.default_rng(8)
+    rho = host_cupy.asarray((1 + 0.1 * rng.normal(size=(6, 7, 8))).astype(np.float32))
+    u = host_cupy.asarray(rng.normal(size=(3, 6, 7, 8)).astype(np.float32))
+    cp = host_cupy.module()
+    for first, second in (("q_criterion", "speed"), ("vorticity", "p")):
+        pair = volume_kernel(cp, first, rho, u, (True, False, False), 2, second)
+        for got, name in zip(pair, (first, second), strict=True):
+            want = volume_kernel(cp, name, rho, u, (True, False, False), 2)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 @pytest.mark.nvcc

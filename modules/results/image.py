@@ -36,11 +36,12 @@ from thelma_py.modules.results.image_fields import (
     slab_planes,
     volume_from,
 )
-from thelma_py.modules.results.image_raymarch import Camera, march, shade
+from thelma_py.modules.results.image_raymarch import Camera, march, shade, volume_extrema
 from thelma_py.modules.results.image_render import (
     BACKGROUND,
     BAR_FRACTION,
     colour_bar,
+    finish_range,
     slice_pixels,
     value_range,
 )
@@ -57,6 +58,8 @@ FLOOR_ULPS = 256
 rounding noise of a flat field (ρ ≈ 1; a uniform stream's speed, a few ulps apart on CPU and
 GPU) then moves a pixel by a colour level or two instead of filling the map. A flow at lattice
 Mach number Ma varies ρ by about Ma², far wider than the floor."""
+UNIT_SCALE = ("p", "rho")
+"""Fields whose noise floor is :data:`FLOOR_ULPS` ulps of 1 (ρ ≈ 1), not of their magnitude."""
 MAX_SIZE = 16384
 WRITER_THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
 """PNG encoding threads (zlib lets go of the interpreter lock while it compresses): a
@@ -260,8 +263,9 @@ class ImageWriter(Results):
         automatic range leaves solid nodes out."""
         xp = array_module(values)
         mask = ~xp.isin(xp.asarray(kind), xp.asarray(SOLID_CODES))
-        floor = noise_floor(values, mask, self.field in ("p", "rho"))
-        lo, hi = value_range(values, mask, self.range, signed(self.field, d), floor)
+        floor = FLOOR_ULPS * float(np.finfo(values.dtype).eps)
+        lo, hi = value_range(values, mask, self.range, signed(self.field, d), floor,
+                             relative=self.field not in UNIT_SCALE)
         width, height = self._area()
         pixels = slice_pixels(values, kind, lo, hi, self._table(self.field, d), width,
                               height)
@@ -327,24 +331,30 @@ class ImageWriter(Results):
             if "solid" not in self._cache:
                 kind = solver.tags.kind[::stride, ::stride, ::stride]
                 self._cache["solid"] = _device_like(u, np.isin(kind, SOLID_CODES))
-            if xp is not np:  # one kernel pass per volume (image_volume)
-                def volume(name):
-                    return volume_kernel(xp, name, rho, u, periodic, stride)
+            if xp is not np:  # both volumes in one kernel pass (image_volume)
+                def volumes(name, second):
+                    if name == second:
+                        value = volume_kernel(xp, name, rho, u, periodic, stride)
+                        return value, value
+                    return volume_kernel(xp, name, rho, u, periodic, stride, second)
             else:
                 fetch = local_fetch(rho, u)
 
-                def volume(name):
-                    return volume_from(fetch, name, shape_xyz, periodic, stride)
+                def volumes(name, second):
+                    value = volume_from(fetch, name, shape_xyz, periodic, stride)
+                    return value, (value if second == name else
+                                   volume_from(fetch, second, shape_xyz, periodic, stride))
         else:
             fetch, kind_fetch = _rank_fetches(solver)
             if "solid" not in self._cache:
                 xs, ys, zs = (np.arange(0, n, stride) for n in shape_xyz)
                 self._cache["solid"] = np.isin(kind_fetch(xs, ys, zs), SOLID_CODES)
 
-            def volume(name):
-                return volume_from(fetch, name, shape_xyz, periodic, stride)
-        value = volume(self.field)
-        colour = value if self.colour_field == self.field else volume(self.colour_field)
+            def volumes(name, second):
+                value = volume_from(fetch, name, shape_xyz, periodic, stride)
+                return value, (value if second == name else
+                               volume_from(fetch, second, shape_xyz, periodic, stride))
+        value, colour = volumes(self.field, self.colour_field)
         if not solver.lead:
             return None, 0.0, 0.0, None
         if "solid32" not in self._cache:  # on the device of the volumes, once
@@ -358,14 +368,27 @@ class ImageWriter(Results):
         ``colour`` with the bool volume ``solid`` (all on one device; pixels and range stay
         there, floats with NumPy); ``solid32``: ``solid`` as float32, if at hand."""
         xp = array_module(value)
-        iso = self.iso
-        if iso is None:  # a quarter of the largest fluid value, computed on the device
-            fluid = ~solid
-            iso = xp.where(fluid.any(), 0.25 * xp.where(fluid, value, -xp.inf).max(), 0.0)
-            if xp is np:
-                iso = float(iso)
-        lo, hi = value_range(colour, (value >= iso) & ~solid, self.range,
-                             signed(self.colour_field, 3))
+        floor = FLOOR_ULPS * float(np.finfo(np.float32).eps)
+        relative, symmetric = self.colour_field not in UNIT_SCALE, signed(self.colour_field, 3)
+        if xp is np:
+            iso = self.iso
+            if iso is None:  # a quarter of the largest fluid value
+                fluid = ~solid
+                iso = 0.25 * np.where(fluid, value, -np.inf).max() if fluid.any() else 0.0
+            iso = np.float32(iso)
+            lo, hi = value_range(colour, (value >= iso) & ~solid, self.range, symmetric, floor,
+                                 relative)
+        else:  # on the device, one pass over the volumes for each reduction
+            iso = self.iso
+            if iso is None:
+                top = volume_extrema(xp, value, solid)
+                iso = xp.where(top > -xp.inf, 0.25 * top, 0.0).astype(xp.float32)
+            if self.range is not None:
+                lo, hi = float(self.range[0]), float(self.range[1])
+            else:
+                low, high = volume_extrema(xp, value, solid, colour, iso)
+                lo, hi = finish_range(xp, low.astype(xp.float64), high.astype(xp.float64),
+                                      low > high, symmetric, floor, relative)
         width, height = self._area()
         key = ("rays", width, height, stride)
         if key not in self._cache:
@@ -382,8 +405,8 @@ class ImageWriter(Results):
         eye, directions, on_device = self._cache[key]
         what, voxel = march(value, solid, iso, eye, directions)
         table = self._table(self.colour_field, 3)
-        pixels = shade(what, voxel, value, solid if solid32 is None else solid32, colour, lo,
-                       hi, table, on_device, width, height)
+        pixels = shade(what, voxel, value, solid if xp is not np or solid32 is None else solid32,
+                       colour, lo, hi, table, on_device, width, height)
         return pixels, lo, hi, table
 
     def _write_rendered(self, target: Path, step: int, rendered, table: np.ndarray) -> None:
@@ -453,18 +476,6 @@ def _rank_fetches(solver):
     return fetch, kind_fetch
 
 
-def noise_floor(values, mask, unit_scale: bool):
-    """:data:`FLOOR_ULPS` ulps of ``values``' precision at its scale (1, or the largest
-    magnitude where ``mask``): a float, or a 0-d device array computed without waiting."""
-    ulps = FLOOR_ULPS * float(np.finfo(values.dtype).eps)
-    if unit_scale:
-        return ulps
-    xp = array_module(values)
-    largest = xp.where(mask & xp.isfinite(values), xp.abs(values), 0).max()
-    floor = xp.maximum(ulps * largest.astype(xp.float64), 1e-12)
-    return float(floor) if xp is np else floor
-
-
 def _device_like(array, host: np.ndarray):
     """``host`` on the device of ``array``."""
     from thelma_py.backend import array_module
@@ -476,32 +487,46 @@ def _to_host(array) -> np.ndarray:
     return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
+_COPY_STREAMS: dict = {}
+
+
+def _copy_stream(cupy):
+    """The stream of the image copies on the current device (one, made at first use)."""
+    device = cupy.cuda.Device().id
+    if device not in _COPY_STREAMS:
+        _COPY_STREAMS[device] = cupy.cuda.Stream(non_blocking=True)
+    return _COPY_STREAMS[device]
+
+
 def _start_copy(pixels, lo, hi):
     """Start moving rendered ``pixels`` and the range ``lo``, ``hi`` (floats or 0-d device
     arrays) to the host; returns a callable that waits for them: (host pixels, lo, hi).
 
-    CuPy: asynchronous copies on the current stream into page-locked buffers and an event, so
-    the thread that steps the flow never waits for the device (the writer thread does).
-    NumPy (and the host stand-in of the tests): the copy is made at once."""
+    CuPy: asynchronous copies into page-locked buffers on a stream of their own, which waits
+    for the rendering on the current stream (the steps after it do not wait for the copy),
+    and an event, so the thread that steps the flow never waits for the device (the writer
+    thread does). NumPy (and the host stand-in of the tests): the copy is made at once."""
     if type(pixels).__module__.split(".")[0] != "cupy":
         host, bounds = _to_host(pixels), (float(_to_host(lo)), float(_to_host(hi)))
         return lambda: (host, *bounds)
     import cupy
     import cupyx
 
-    stream = cupy.cuda.get_current_stream()
-    host = cupyx.empty_pinned(pixels.shape, pixels.dtype)
-    pixels.get(stream=stream, out=host, blocking=False)
     on_device = [isinstance(v, cupy.ndarray) for v in (lo, hi)]
     bounds_device = cupy.stack([cupy.asarray(v, dtype=cupy.float64).reshape(())
                                 for v in (lo, hi)]) if any(on_device) else None
+    rendered = cupy.cuda.get_current_stream().record()  # after the last array made here
+    stream = _copy_stream(cupy)
+    stream.wait_event(rendered)
+    host = cupyx.empty_pinned(pixels.shape, pixels.dtype)
+    pixels.get(stream=stream, out=host, blocking=False)
     bounds = cupyx.empty_pinned((2,), np.float64)
     if bounds_device is not None:
         bounds_device.get(stream=stream, out=bounds, blocking=False)
     else:
         bounds[:] = (lo, hi)
     done = stream.record()
-    kept = [pixels, bounds_device]  # alive until the copies have run
+    kept = [pixels, bounds_device]  # alive (not reused by the pool) until the copies have run
 
     def result():
         done.synchronize()

@@ -77,12 +77,33 @@ def _box_interval(eye, directions, upper):
     return np.maximum(near, 0.0), far
 
 
-MARCH_SOURCE = r"""
+_SHADE_DEFINES = f"""
+#define SHADE_AMBIENT {float(np.float32(AMBIENT))!r}f
+#define SHADE_DIFFUSE {float(np.float32(1 - AMBIENT))!r}f
+#define SHADE_GREY {float(SOLID_GREY)!r}f
+#define SHADE_BACKGROUND_R {BACKGROUND[0]}
+#define SHADE_BACKGROUND_G {BACKGROUND[1]}
+#define SHADE_BACKGROUND_B {BACKGROUND[2]}
+"""
+MARCH_SOURCE = _SHADE_DEFINES + r"""
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
 #include <math.h>
+#include <string.h>
 #define MUL(a, b) ((a) * (b))
 #define ADD(a, b) ((a) + (b))
 #define IMAGE_INF INFINITY
+static inline unsigned int __float_as_uint(float v)
+{
+    unsigned int b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+static inline unsigned int atomicMax(unsigned int* at, unsigned int v)  // threads run in turn
+{
+    const unsigned int old = *at;
+    *at = v > old ? v : old;
+    return old;
+}
 #else
 #define MUL(a, b) __fmul_rn(a, b)
 #define ADD(a, b) __fadd_rn(a, b)
@@ -94,25 +115,38 @@ MARCH_SOURCE = r"""
 // Products and sums are rounded one by one (no fused multiply-add), as in the NumPy twin
 // image_raymarch._march_numpy.
 #define BRICK 8
-// Empty-space skipping: the largest value of the nodes 8b..8b+8 of brick b along each axis
-// (+inf where one of them is solid). A sample whose lower trilinear corner (x0, y0, z0) lies
-// in brick b reads nodes of that range only (x0 + 1 <= 8b + 8; the nearest voxel is x0 or
-// x0 + 1), so it cannot hit when the brick's value is below iso.
-extern "C" __global__ void image_bricks(const float* value, const unsigned char* solid, int nx,
-    int ny, int nz, int bricks_x, int bricks_y, int bricks_z, float* bricks)
+// Ordered key of a float: a < b exactly when key(a) < key(b) (no NaN), so an atomic max of
+// keys is a max of floats.
+__device__ unsigned int order_key(float v)
 {
-    int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= bricks_x * bricks_y * bricks_z) return;
-    int x1 = (b % bricks_x) * BRICK, y1 = ((b / bricks_x) % bricks_y) * BRICK;
-    int z1 = (b / (bricks_x * bricks_y)) * BRICK;
+    const unsigned int b = __float_as_uint(v);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+// Empty-space skipping: the key of the largest value of the nodes 8b..8b+8 of brick b along
+// each axis (+inf where one of them is solid); bricks start at key(-inf). A sample whose lower
+// trilinear corner (x0, y0, z0) lies in brick b reads nodes of that range only (x0 + 1 <=
+// 8b + 8; the nearest voxel is x0 or x0 + 1), so it cannot hit when the brick's value is below
+// iso. One thread per brick column and node row (cx, y, z): the largest of x = 8cx..8cx+8,
+// then an atomic max into every brick whose node range holds (y, z) (two along an axis where
+// the node is a brick corner 8k, k > 0).
+extern "C" __global__ void image_bricks(const float* value, const unsigned char* solid, int nx,
+    int ny, int nz, int bricks_x, int bricks_y, int bricks_z, unsigned int* bricks)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long long)bricks_x * ny * nz) return;
+    const int cx = (int)(i % bricks_x), y = (int)((i / bricks_x) % ny);
+    const int z = (int)(i / ((long long)bricks_x * ny));
+    const long long row = ((long long)z * ny + y) * nx;
     float top = -IMAGE_INF;
-    for (int z = z1; z <= z1 + BRICK && z < nz; ++z)
-        for (int y = y1; y <= y1 + BRICK && y < ny; ++y)
-            for (int x = x1; x <= x1 + BRICK && x < nx; ++x) {
-                int f = (z * ny + y) * nx + x;
-                top = solid[f] ? IMAGE_INF : fmaxf(top, value[f]);
-            }
-    bricks[b] = top;
+    for (int x = cx * BRICK; x <= cx * BRICK + BRICK && x < nx; ++x)
+        top = solid[row + x] ? IMAGE_INF : fmaxf(top, value[row + x]);
+    const unsigned int key = order_key(top);
+    const int y0 = y / BRICK - (y % BRICK == 0 && y > 0 ? 1 : 0);
+    const int z0 = z / BRICK - (z % BRICK == 0 && z > 0 ? 1 : 0);
+    for (int cz = z0; cz <= z / BRICK; ++cz)
+        for (int cy = y0; cy <= y / BRICK; ++cy)
+            atomicMax(bricks + ((long long)cz * bricks_y + cy) * bricks_x + cx, key);
 }
 
 // Where the ray leaves the region of lower corners [8b, 8b + 8) of a brick along one axis.
@@ -125,11 +159,12 @@ __device__ float brick_exit(float e, float d, int b)
 extern "C" __global__ void image_march(const float* value, const unsigned char* solid,
     const float* iso_at, float ex, float ey, float ez, const float* dirs, const float* near,
     const float* far, int nx, int ny, int nz, float step, int rays, unsigned char* what,
-    int* voxel, const float* bricks, int bricks_x, int bricks_y)
+    int* voxel, const unsigned int* bricks, int bricks_x, int bricks_y)
 {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rays) return;
     const float iso = *iso_at;  // on the device: an automatic level is not read back
+    const unsigned int iso_key = order_key(iso);
     what[r] = 0;
     voxel[r] = -1;
     float dx = dirs[3 * r], dy = dirs[3 * r + 1], dz = dirs[3 * r + 2];
@@ -149,7 +184,7 @@ extern "C" __global__ void image_march(const float* value, const unsigned char* 
         pz = fminf(fmaxf(pz, 0.0f), (float)(nz - 1));
         int x0 = (int)floorf(px), y0 = (int)floorf(py), z0 = (int)floorf(pz);
         int cx = x0 / BRICK, cy = y0 / BRICK, cz = z0 / BRICK;
-        if (!s && bricks[(cz * bricks_y + cy) * bricks_x + cx] < iso) {
+        if (!s && bricks[(cz * bricks_y + cy) * bricks_x + cx] < iso_key) {
             // no sample before the ray leaves this brick can hit: jump to the last one at
             // least 0.01 voxel before the exit (margin for the rounding of positions)
             float out = fminf(fminf(brick_exit(ex, dx, cx), brick_exit(ey, dy, cy)),
@@ -176,10 +211,113 @@ extern "C" __global__ void image_march(const float* value, const unsigned char* 
         }
     }
 }
+
+// Partial extrema of a volume of n samples, thread t of `threads` (all of the launch) taking
+// samples t, t + threads, ...:
+// mode 0: the largest value of the samples that are not solid (lo untouched); mode 1: the
+// smallest and largest finite colour of the samples that are not solid and whose value is at
+// least *iso_at. A thread that meets none leaves lo = +inf, hi = -inf.
+extern "C" __global__ void image_extrema(const float* value, const unsigned char* solid,
+    const float* colour, const float* iso_at, int n, int threads, int mode, float* lo,
+    float* hi)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float low = IMAGE_INF, high = -IMAGE_INF;
+    const float iso = mode == 1 ? *iso_at : 0.0f;
+    for (long long i = t; i < n; i += threads) {
+        if (solid[i]) continue;
+        if (mode == 0) {
+            high = fmaxf(high, value[i]);
+        } else if (value[i] >= iso) {
+            const float c = colour[i];
+            if (c == c && fabsf(c) <= 3.4028234663852886e38f) {
+                low = fminf(low, c);
+                high = fmaxf(high, c);
+            }
+        }
+    }
+    lo[t] = low;
+    hi[t] = high;
+}
+
+// Facing light of a surface hit at flat voxel f (image_raymarch._normals and shade's light:
+// the unit central-difference gradient of the volume, one-sided at the faces; a vanishing
+// gradient lights fully): AMBIENT + (1 - AMBIENT) |n . d|. The solid volume is read as 0/1.
+__device__ float hit_light(const float* value, const unsigned char* solid, int of_solid,
+    long long f, int nx, int ny, int nz, float dx, float dy, float dz)
+{
+    const long long plane = (long long)nx * ny;
+    const int at[3] = {(int)(f % nx), (int)((f / nx) % ny), (int)(f / plane)};
+    const int size[3] = {nx, ny, nz};
+    const long long stride[3] = {1, nx, plane};
+    float g[3];
+    for (int a = 0; a < 3; ++a) {
+        const int plus = at[a] + 1 < size[a] ? at[a] + 1 : size[a] - 1;
+        const int minus = at[a] > 0 ? at[a] - 1 : 0;
+        const long long up = f + (plus - at[a]) * stride[a];
+        const long long down = f + (minus - at[a]) * stride[a];
+        const float span = (float)(plus - minus > 1 ? plus - minus : 1);
+        const float high = of_solid ? (float)solid[up] : value[up];
+        const float low = of_solid ? (float)solid[down] : value[down];
+        g[a] = ADD(high, -low) / span;
+    }
+    const float length = sqrtf(ADD(ADD(MUL(g[0], g[0]), MUL(g[1], g[1])), MUL(g[2], g[2])));
+    float facing = 0.0f;
+    if (length > 0.0f)
+        facing = fabsf(ADD(ADD(MUL(g[0] / length, dx), MUL(g[1] / length, dy)),
+                           MUL(g[2] / length, dz)));
+    if (!(facing > 0.0f)) facing = 1.0f;
+    return ADD(SHADE_AMBIENT, MUL(SHADE_DIFFUSE, facing));
+}
+
+// One thread per ray: its RGB pixel (image_raymarch._shade_numpy, the same float32
+// arithmetic; the colour row in double): iso hits coloured by `colour` on range[0]..range[1]
+// through the 256-row table, solid hits grey, both lit by hit_light; background elsewhere.
+extern "C" __global__ void image_shade(const unsigned char* what, const int* voxel,
+    const float* value, const unsigned char* solid, const float* colour, const double* range,
+    const unsigned char* table, const float* dirs, int nx, int ny, int nz, int rays,
+    unsigned char* out)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rays) return;
+    const int kind = what[r];
+    unsigned char* pixel = out + 3 * (long long)r;
+    if (kind == 0) {
+        pixel[0] = SHADE_BACKGROUND_R;
+        pixel[1] = SHADE_BACKGROUND_G;
+        pixel[2] = SHADE_BACKGROUND_B;
+        return;
+    }
+    const long long f = voxel[r] > 0 ? voxel[r] : 0;
+    const float light = hit_light(value, solid, kind == 2, f, nx, ny, nz, dirs[3 * r],
+                                  dirs[3 * r + 1], dirs[3 * r + 2]);
+    float rgb[3];
+    if (kind == 2) {
+        rgb[0] = rgb[1] = rgb[2] = MUL(SHADE_GREY, light);
+    } else {
+        const double lo = range[0], hi = range[1];
+        double scaled = ((double)colour[f] - lo) * (255.0 / (hi - lo));
+        if (!(scaled == scaled && fabs(scaled) <= 1.7976931348623157e308)) scaled = 0.0;
+        double row = floor(scaled + 0.5);
+        row = row < 0.0 ? 0.0 : (row > 255.0 ? 255.0 : row);
+        for (int c = 0; c < 3; ++c)
+            rgb[c] = MUL((float)table[3 * (int)row + c], light);
+    }
+    for (int c = 0; c < 3; ++c) {
+        float v = floorf(ADD(rgb[c], 0.5f));
+        v = v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v);
+        pixel[c] = (unsigned char)v;
+    }
+}
 """
 BLOCK = 128
 BRICK = 8
 """Nodes per side of the bricks of the empty-space skipping (``#define BRICK`` above)."""
+NEGATIVE_INFINITY_KEY = 0x007FFFFF
+"""``order_key(-inf)``: where the bricks' atomic maxima start."""
+EXTREMA_THREADS = 32768
+"""Threads of :func:`volume_extrema` (each reduces every 32768th sample; the partial results
+are reduced by CuPy)."""
 
 
 def march(value, solid, iso: float, eye, directions, step: float = 0.5):
@@ -239,14 +377,15 @@ def march_kernel(cp, value, solid, iso, eye32, d32, step):
     value = cp.ascontiguousarray(value)
     solid = cp.ascontiguousarray(solid).view(np.uint8)
     bx, by, bz = ((n - 1) // BRICK + 1 for n in (nx, ny, nz))
-    bricks = cp.empty(bx * by * bz, dtype=np.float32)
+    bricks = cp.full(bx * by * bz, NEGATIVE_INFINITY_KEY, dtype=np.uint32)
+    columns = bx * ny * nz
     module.get_function("image_bricks")(
-        ((bricks.size + BLOCK - 1) // BLOCK,), (BLOCK,),
+        ((columns + BLOCK - 1) // BLOCK,), (BLOCK,),
         (value, solid, np.int32(nx), np.int32(ny), np.int32(nz), np.int32(bx), np.int32(by),
          np.int32(bz), bricks))
     module.get_function("image_march")(
         ((rays + BLOCK - 1) // BLOCK,), (BLOCK,),
-        (value, solid, cp.asarray(iso, dtype=np.float32).reshape(1),
+        (value, solid, _iso_array(cp, iso),
          *(np.float32(v) for v in eye32), d, near, far, np.int32(nx), np.int32(ny),
          np.int32(nz), np.float32(step), np.int32(rays), what, voxel, bricks, np.int32(bx),
          np.int32(by)))
@@ -325,9 +464,67 @@ def shade(what, voxel, value, solid, colour, lo, hi, table: np.ndarray, directio
           width: int, height: int):
     """RGB uint8 (height, width, 3) of the hits of :func:`march`: iso hits coloured by the
     volume ``colour`` on the range ``lo``..``hi`` through ``table``, solid hits grey, both
-    shaded by a headlight; background elsewhere. Every ray is shaded and the kind of hit
-    picks the colour afterwards: no array of data-dependent size, so nothing waits for the
-    device. ``solid`` may be given as float32 (0/1) to save a conversion per view."""
+    shaded by a headlight; background elsewhere. NumPy arrays: :func:`_shade_numpy`; CuPy
+    arrays: the kernel ``image_shade`` (one thread per ray, the same arithmetic; ``solid``
+    bool there, ``lo`` and ``hi`` floats or 0-d device arrays)."""
+    xp = array_module(value)
+    if xp is np:
+        return _shade_numpy(what, voxel, value, solid, colour, lo, hi, table, directions,
+                            width, height)
+    return shade_kernel(xp, what, voxel, value, solid, colour, lo, hi, table, directions,
+                        width, height)
+
+
+def shade_kernel(cp, what, voxel, value, solid, colour, lo, hi, table: np.ndarray, directions,
+                 width: int, height: int):
+    """The CUDA shading (``cp``: cupy, or the host stand-in of the tests)."""
+    from thelma_py.codegen.compile import compile_module
+    from thelma_py.modules.results.image_render import device_table
+
+    nz, ny, nx = value.shape
+    rays = what.shape[0]
+    bounds = cp.stack([cp.asarray(v, dtype=np.float64).reshape(()) for v in (lo, hi)])
+    out = cp.empty((rays, 3), dtype=np.uint8)
+    module = compile_module(MARCH_SOURCE)
+    module.get_function("image_shade")(
+        ((rays + BLOCK - 1) // BLOCK,), (BLOCK,),
+        (what, voxel, cp.ascontiguousarray(value), cp.ascontiguousarray(solid).view(np.uint8),
+         cp.ascontiguousarray(colour), bounds, device_table(cp, table),
+         cp.asarray(directions, dtype=np.float32), np.int32(nx), np.int32(ny), np.int32(nz),
+         np.int32(rays), out))
+    return out.reshape(height, width, 3)
+
+
+def volume_extrema(cp, value, solid, colour=None, iso=None):
+    """On the device, without waiting: the largest ``value`` where not ``solid`` (-inf if all
+    is solid); with ``colour`` and ``iso``, (smallest, largest) finite ``colour`` where not
+    ``solid`` and ``value`` >= ``iso`` (+inf, -inf if none). 0-d float32 arrays, from the
+    kernel ``image_extrema`` and a CuPy reduction of its 32768 partial results."""
+    from thelma_py.codegen.compile import compile_module
+
+    threads = min(EXTREMA_THREADS, max(BLOCK, value.size))
+    threads = -(-threads // BLOCK) * BLOCK
+    lo = cp.empty(threads, dtype=np.float32)
+    hi = cp.empty(threads, dtype=np.float32)
+    mode = 0 if colour is None else 1
+    compile_module(MARCH_SOURCE).get_function("image_extrema")(
+        (threads // BLOCK,), (BLOCK,),
+        (cp.ascontiguousarray(value), cp.ascontiguousarray(solid).view(np.uint8),
+         cp.ascontiguousarray(value if colour is None else colour),
+         _iso_array(cp, 0.0 if iso is None else iso), np.int32(value.size), np.int32(threads),
+         np.int32(mode), lo, hi))
+    return hi.max() if mode == 0 else (lo.min(), hi.max())
+
+
+def _iso_array(cp, iso):
+    """The iso level as a float32 device array of one element (a float, or a device array)."""
+    return cp.asarray(iso, dtype=np.float32).reshape(1)
+
+
+def _shade_numpy(what, voxel, value, solid, colour, lo, hi, table: np.ndarray, directions,
+                 width: int, height: int):
+    """:func:`shade` with array operations (any array module): every ray is shaded and the
+    kind of hit picks the colour afterwards. ``solid`` may be float32 (0/1)."""
     from thelma_py.modules.results.image_render import colour_indices, device_table
 
     xp = array_module(value)

@@ -22,23 +22,32 @@ BAR_FRACTION = 0.12
 
 
 def value_range(values, mask, fixed: tuple[float, float] | None, symmetric: bool,
-                floor=1e-12):
+                floor=1e-12, relative: bool = False):
     """``fixed``, else min..max of the finite ``values`` where ``mask`` (symmetric about 0 if
-    asked), at least ``floor`` wide (centred on the field): rounding noise of a flat field is
-    not stretched over the whole colour map; 0..1 when nothing qualifies. NumPy arrays give
-    floats; device arrays give 0-d device arrays, computed without waiting for the device
-    (the writer thread reads them with the pixels). ``floor`` may be a 0-d array too."""
+    asked): see :func:`finish_range`. NumPy arrays give floats; device arrays give 0-d device
+    arrays, computed without waiting for the device (the writer thread reads them with the
+    pixels)."""
     if fixed is not None:
         return float(fixed[0]), float(fixed[1])
     xp = array_module(values)
     ok = xp.isfinite(values) if mask is None else (xp.asarray(mask) & xp.isfinite(values))
     lo = xp.where(ok, values, xp.inf).min().astype(xp.float64)
     hi = xp.where(ok, values, -xp.inf).max().astype(xp.float64)
-    empty = ~ok.any()
+    return finish_range(xp, lo, hi, ~ok.any(), symmetric, floor, relative)
+
+
+def finish_range(xp, lo, hi, empty, symmetric: bool, floor=1e-12, relative: bool = False):
+    """The colour range from a field's extrema ``lo``, ``hi`` (0-d arrays) and whether nothing
+    qualified (``empty``: 0..1): symmetric about 0 if asked, and at least ``floor`` wide
+    (``relative``: ``floor`` times the larger magnitude, at least 1e-12) centred on the field,
+    so the rounding noise of a flat field is not stretched over the whole colour map. Floats
+    with NumPy, 0-d device arrays otherwise."""
     lo, hi = xp.where(empty, 0.0, lo), xp.where(empty, 1.0, hi)  # no inf arithmetic below
     if symmetric:
         hi = xp.maximum(xp.abs(lo), xp.abs(hi))
         lo = -hi
+    if relative:
+        floor = xp.maximum(floor * xp.maximum(xp.abs(lo), xp.abs(hi)), 1e-12)
     middle, narrow = 0.5 * (lo + hi), (hi - lo) < floor
     lo = xp.where(narrow, middle - 0.5 * floor, lo)
     hi = xp.where(narrow, middle + 0.5 * floor, hi)
@@ -51,7 +60,7 @@ def value_range(values, mask, fixed: tuple[float, float] | None, symmetric: bool
 def colour_indices(values, lo: float, hi: float):
     """Colour-table rows 0..255 of ``values`` on the range lo..hi (clipped; NaN -> 0)."""
     xp = array_module(values)
-    scaled = (values - lo) * (255.0 / (hi - lo))
+    scaled = (xp.asarray(values, dtype=xp.float64) - lo) * (255.0 / (hi - lo))
     scaled = xp.where(xp.isfinite(scaled), scaled, 0.0)
     return xp.clip(xp.floor(scaled + 0.5), 0, 255).astype(xp.uint8)
 

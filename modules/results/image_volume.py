@@ -5,7 +5,8 @@ through the fetch of a distributed run); on one GPU those operations make a doze
 full-size temporaries (the gradient alone is nine), which at 256³ cost more than the steps
 between two views. This kernel reads ρ and u where the solver keeps them (any element strides:
 the single-step LW-ACM's interleaved records as well as the LBM's separate arrays) and writes
-one float per sample: one pass, no temporaries.
+one float per sample (two for a 3D view: its iso field and its colour field): one pass, no
+temporaries.
 
 Its arithmetic follows :mod:`.image_fields` and :mod:`.derived` (central differences over the
 sampled node's neighbours, wrapped when periodic, one-sided at the ends; Q = ½(‖Ω‖² − ‖S‖²)),
@@ -54,18 +55,10 @@ __device__ void around(int i, int n, int periodic, int* plus, int* minus, double
     }
 }
 
-// One thread per sample (x fastest): p = {nx, ny, nz, stride, periodic x, y, z, field,
-// samples x, y, z}; out is (samples z, y, x) float32.
-extern "C" __global__ void image_volume(const real_t* rho, const real_t* u,
-                                        const long long* s, const int* p, float* out)
+// The field with code `field` at node (x, y, z) (periodic, sizes: p as below).
+__device__ double field_value(const real_t* rho, const real_t* u, const long long* s,
+                              const int* p, int field, int x, int y, int z)
 {
-    const int mx = p[8], my = p[9], mz = p[10];
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (long long)mx * my * mz) return;
-    const int x = (int)(i % mx) * p[3], y = (int)((i / mx) % my) * p[3];
-    const int z = (int)(i / ((long long)mx * my)) * p[3];
-    const int field = p[7];
-    double value;
     if (field == FIELD_VORTICITY || field == FIELD_Q) {
         double g[3][3];  // g[a][b] = du_a / dx_b
         const int at[3] = {x, y, z};
@@ -88,22 +81,38 @@ extern "C" __global__ void image_volume(const real_t* rho, const real_t* u,
                     rotation += w * w;
                     strain += e * e;
                 }
-            value = 0.5 * (rotation - strain);
-        } else {
-            const double wx = g[2][1] - g[1][2], wy = g[0][2] - g[2][0], wz = g[1][0] - g[0][1];
-            value = sqrt(wx * wx + wy * wy + wz * wz);
+            return 0.5 * (rotation - strain);
         }
-    } else if (field == FIELD_P || field == FIELD_RHO) {
+        const double wx = g[2][1] - g[1][2], wy = g[0][2] - g[2][0], wz = g[1][0] - g[0][1];
+        return sqrt(wx * wx + wy * wy + wz * wz);
+    }
+    if (field == FIELD_P || field == FIELD_RHO) {
         const double r = (double)rho[x * s[0] + y * s[1] + z * s[2]];
-        value = field == FIELD_RHO ? r : (r - 1.0) / 3.0;
-    } else if (field == FIELD_SPEED) {
+        return field == FIELD_RHO ? r : (r - 1.0) / 3.0;
+    }
+    if (field == FIELD_SPEED) {
         const double ux = velocity(u, s, 0, x, y, z), uy = velocity(u, s, 1, x, y, z);
         const double uz = velocity(u, s, 2, x, y, z);
-        value = sqrt(ux * ux + uy * uy + uz * uz);
-    } else {
-        value = velocity(u, s, field - 1, x, y, z);  // ux, uy, uz: codes 1, 2, 3
+        return sqrt(ux * ux + uy * uy + uz * uz);
     }
-    out[i] = (float)value;
+    return velocity(u, s, field - 1, x, y, z);  // ux, uy, uz: codes 1, 2, 3
+}
+
+// One thread per sample (x fastest): p = {nx, ny, nz, stride, periodic x, y, z, field,
+// samples x, y, z, second field or -1}; out (and out2 for the second field) are
+// (samples z, y, x) float32: the iso field and the colour field of a view in one pass.
+extern "C" __global__ void image_volume(const real_t* rho, const real_t* u,
+                                        const long long* s, const int* p, float* out,
+                                        float* out2)
+{
+    const int mx = p[8], my = p[9], mz = p[10];
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long long)mx * my * mz) return;
+    const int x = (int)(i % mx) * p[3], y = (int)((i / mx) % my) * p[3];
+    const int z = (int)(i / ((long long)mx * my)) * p[3];
+    out[i] = (float)field_value(rho, u, s, p, p[7], x, y, z);
+    if (p[11] >= 0)
+        out2[i] = (float)field_value(rho, u, s, p, p[11], x, y, z);
 }
 """
 
@@ -123,14 +132,17 @@ def _element_strides(array) -> list[int]:
     return [stride // array.itemsize for stride in array.strides]
 
 
-def volume_kernel(cp, name: str, rho, u, periodic: Sequence[bool], stride: int):
+def volume_kernel(cp, name: str, rho, u, periodic: Sequence[bool], stride: int,
+                  second: str | None = None):
     """The field ``name`` on every ``stride``-th node of a 3D domain whose ρ (z, y, x) and u
-    (3, z, y, x) are device arrays of one dtype, any strides: float32 (z, y, x) samples.
+    (3, z, y, x) are device arrays of one dtype, any strides: float32 (z, y, x) samples; with
+    ``second``, the pair of volumes (``name``, ``second``) from the same pass.
     ``cp`` is cupy (or the host stand-in of the tests)."""
     from thelma_py.codegen.compile import compile_module
 
-    if name not in FIELD_CODES:
-        raise ValueError(f"unknown image field {name!r}; known: {', '.join(FIELDS)}")
+    for field in (name, second):
+        if field is not None and field not in FIELD_CODES:
+            raise ValueError(f"unknown image field {field!r}; known: {', '.join(FIELDS)}")
     if rho.dtype != u.dtype or u.shape[0] != 3 or rho.ndim != 3:
         raise ValueError(f"need rho (z, y, x) and u (3, z, y, x) of one dtype, got {rho.shape} "
                          f"{rho.dtype} and {u.shape} {u.dtype}")
@@ -140,7 +152,7 @@ def volume_kernel(cp, name: str, rho, u, periodic: Sequence[bool], stride: int):
     uc, uz, uy, ux = _element_strides(u)
     layout = ((rx, ry, rz, uc, ux, uy, uz),
               (nx, ny, nz, stride, *(int(bool(p)) for p in periodic), FIELD_CODES[name],
-               *counts))
+               *counts, -1 if second is None else FIELD_CODES[second]))
     key = (id(cp), layout)
     if key not in _LAYOUTS:  # copied to the device once, not at every view
         if len(_LAYOUTS) > 16:
@@ -148,9 +160,11 @@ def volume_kernel(cp, name: str, rho, u, periodic: Sequence[bool], stride: int):
         _LAYOUTS[key] = (cp.asarray(np.array(layout[0], dtype=np.int64)),
                          cp.asarray(np.array(layout[1], dtype=np.int32)))
     strides, params = _LAYOUTS[key]
-    out = cp.empty((counts[2], counts[1], counts[0]), dtype=np.float32)
+    shape = (counts[2], counts[1], counts[0])
+    out = cp.empty(shape, dtype=np.float32)
+    out2 = out if second is None else cp.empty(shape, dtype=np.float32)
     real = "double" if np.dtype(rho.dtype) == np.float64 else "float"
     kernel = compile_module(volume_source(real)).get_function("image_volume")
     total = counts[0] * counts[1] * counts[2]
-    kernel(((total + BLOCK - 1) // BLOCK,), (BLOCK,), (rho, u, strides, params, out))
-    return out
+    kernel(((total + BLOCK - 1) // BLOCK,), (BLOCK,), (rho, u, strides, params, out, out2))
+    return out if second is None else (out, out2)

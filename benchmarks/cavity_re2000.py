@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from thelma_py.backend import array_module
+from thelma_py.backend import array_module, select_backend
 from thelma_py.cases.lid_driven_cavity import build
+from thelma_py.tools.bench_cases import environment
 
 REYNOLDS = 2000.0
 SCHEMES = {"lbm-mrt": ("lbm", "mrt"), "lwacm": ("lwacm", "bgk"),
@@ -123,7 +124,9 @@ def main() -> None:
     ref_scheme, ref_size = args.reference.split(":")
     if int(ref_size) <= max(sizes):
         parser.error(f"the reference size {ref_size} must exceed every size {sizes}")
-    report = {"reynolds": REYNOLDS, "t_end": args.t_end, "precision": args.precision,
+    machine = ({"device": "cpu"} if args.device == "cpu" else
+               environment(select_backend(args.device).xp))
+    report = {**machine, "reynolds": REYNOLDS, "t_end": args.t_end, "precision": args.precision,
               "reference": args.reference, "runs": []}
     reference, record = run(ref_scheme, int(ref_size), args.lid_velocity, args.t_end,
                             args.device, args.precision)

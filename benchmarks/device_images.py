@@ -38,7 +38,13 @@ RESULTS: dict = {"cost": [], "view_1024": None, "samples": []}
 
 
 def save() -> None:
-    (OUT / "images.json").write_text(json.dumps(RESULTS, indent=1))
+    machine = {}
+    if not DRY:
+        from thelma_py.backend import select_backend
+        from thelma_py.tools.bench_cases import environment
+
+        machine = environment(select_backend("cuda").xp)
+    (OUT / "images.json").write_text(json.dumps({**machine, **RESULTS}, indent=1))
 
 
 def compute(scheme: str):

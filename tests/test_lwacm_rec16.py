@@ -45,9 +45,9 @@ def staged_codes(backend, lattice_name: str, store: str, rounding: str, les,
     return out
 
 
-CASES = [("D3Q19", "fp16s", "nearest", None), ("D3Q19", "fp16c", "nearest", None),
-         ("D3Q19", "fp16s", "stochastic", None), ("D2Q9", "fp16c", "stochastic", None),
-         ("D2Q9", "fp16s", "nearest", None), ("D3Q19", "fp16s", "nearest", "smagorinsky")]
+CASES = [("D3Q19", "fp16s", "nearest", None), ("D3Q19", "fp16s", "stochastic", None),
+         ("D2Q9", "fp16s", "stochastic", None), ("D2Q9", "fp16s", "nearest", None),
+         ("D3Q19", "fp16s", "nearest", "smagorinsky")]
 
 
 @needs_gxx
@@ -64,7 +64,7 @@ def test_host_cuda_async_staging_gives_the_registers_staging_codes_bit_for_bit(
 
 @needs_gxx
 @pytest.mark.parametrize(("lattice_name", "store", "rounding"), [
-    ("D3Q19", "fp16c", "stochastic"), ("D2Q9", "fp16s", "nearest")])
+    ("D3Q19", "fp16s", "stochastic"), ("D2Q9", "fp16s", "nearest")])
 def test_host_cuda_async_staging_equals_numpy(host_gpu, lattice_name, store, rounding):
     """Against the NumPy reference (not the kernel): the tolerance of
     tests/test_lwacm_store16.py (2 format steps, 99 % bit for bit)."""
@@ -75,7 +75,7 @@ def test_host_cuda_async_staging_equals_numpy(host_gpu, lattice_name, store, rou
 @pytest.mark.gpu
 @pytest.mark.parametrize("rounding", ["nearest", "stochastic"])
 @pytest.mark.parametrize("chunk", [None, 8])
-@pytest.mark.parametrize("store", ["fp16s", "fp16c"])
+@pytest.mark.parametrize("store", ["fp16s"])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19"])
 def test_gpu_async_staging_equals_numpy(lattice_name, store, chunk, rounding):
     """On the GPU, 73 + 47 steps, against NumPy with the GPU tolerance of
@@ -90,8 +90,8 @@ def test_gpu_async_staging_equals_numpy(lattice_name, store, chunk, rounding):
 def test_gpu_async_staging_gives_the_registers_staging_codes(lattice_name, store, rounding, les):
     """On the GPU the two kernels are compiled apart (fused multiply-adds may be contracted
     differently), so bit-for-bit equality is expected but not guaranteed: at least 99 % of
-    the codes equal after 7 steps (H100: 99.4-99.7 % with fp16c, whose longer mantissa flips
-    more roundings; a staging bug changes most of them)."""
+    the codes equal after 7 steps (a staging bug changes most of them). fp16c, refused with
+    async staging, gave 97.3-99.7 % in different runs of the same test on an H100."""
     codes = staged_codes(select_backend("cuda"), lattice_name, store, rounding, les)
     for a, b in zip(codes["registers"], codes["async"], strict=True):
         assert np.mean(a == b) > 0.99, float(np.mean(a == b))
@@ -116,10 +116,12 @@ def test_staging_is_for_16bit_records_and_named():
         LwacmFused(nu=0.04, staging="async")
     with pytest.raises(ValueError, match="registers"):
         LwacmFused(nu=0.04, store="fp16s", staging="shared")
+    with pytest.raises(ValueError, match="stages fp16s codes only.*staging='registers'"):
+        LwacmFused(nu=0.04, store="fp16c", staging="async")
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize(("store", "rounding"), [("fp16s", "nearest"), ("fp16c", "stochastic")])
+@pytest.mark.parametrize(("store", "rounding"), [("fp16s", "nearest"), ("fp16s", "stochastic")])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19"])
 def test_async_staging_kernels_compile_with_nvcc(tmp_path, lattice_name, store, rounding):
     from tests.nvcc import compile_cubin

@@ -323,8 +323,8 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
         return False  # 16-bit storage: LBM and single-step LW-ACM, fp32 arithmetic only
     if cfg.rounding != "nearest" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
         return False  # stochastic rounding: 16-bit single-step LW-ACM records only
-    if cfg.staging != "registers" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
-        return False  # staging of 16-bit single-step LW-ACM records
+    if cfg.staging != "registers" and (cfg.compute != "lwacm-fused" or cfg.store != "fp16s"):
+        return False  # staging of 16-bit single-step LW-ACM records (fp16s codes only)
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 

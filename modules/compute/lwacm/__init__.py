@@ -175,7 +175,7 @@ class LwacmFused(LwacmParameters):
     staging: str = attrs.field(default="registers", validator=attrs.validators.in_(STAGINGS))
     """16-bit records, how a plane reaches the shared ring: 'registers' (loaded a plane
     ahead, decoded once per staged record) or 'async' (raw codes copied by cp.async as the
-    fp32 records are, decoded at each read): see docs/DESIGN.md (rec16)."""
+    fp32 records are, decoded at each read; fp16s only): see docs/DESIGN.md (rec16)."""
 
     @rounding.validator
     def _check_rounding(self, _, value):
@@ -188,6 +188,10 @@ class LwacmFused(LwacmParameters):
         if value != "registers" and self.store == "fp32":
             raise ValueError(f"staging={value!r} is for 16-bit records; give store='fp16s' "
                              "or 'fp16c', or leave staging='registers'")
+        if value == "async" and self.store == "fp16c":
+            raise ValueError("staging='async' stages fp16s codes only (fp16c's decoding at "
+                             "every read halves the speed, and its codes vary from run to run "
+                             "on an H100); use staging='registers' with store='fp16c'")
 
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         if self.store != "fp32" and np.dtype(dtype) != np.float32:

@@ -39,10 +39,11 @@ PLANE_SIZE = 128
 """Discrepancy planes are kept at runs of at most this many nodes per side."""
 
 
-def run(scheme: str, n: int, lid: float, t_end: float, device: str, precision: str):
+def run(scheme: str, n: int, lid: float, t_end: float, device: str, precision: str,
+        reynolds: float = REYNOLDS):
     """(velocity / U as (3, z, y, x) on the run's device, or None if it diverged; record)."""
     compute, collision = SCHEMES[scheme]
-    solver = build(n=n, reynolds=REYNOLDS, lid_velocity=lid, collision=collision, dim=3,
+    solver = build(n=n, reynolds=reynolds, lid_velocity=lid, collision=collision, dim=3,
                    compute=compute, device=device, precision=precision)
     solver.check_every = 0
     steps = int(round(t_end * n / lid))
@@ -54,7 +55,7 @@ def run(scheme: str, n: int, lid: float, t_end: float, device: str, precision: s
     xp = array_module(u)
     finite = bool(xp.isfinite(u).all())
     record = {"scheme": scheme, "n": n, "lid_velocity": lid, "steps": steps,
-              "nu": lid * n / REYNOLDS, "seconds": seconds,
+              "nu": lid * n / reynolds, "seconds": seconds,
               "mlups": n**3 * steps / seconds / 1e6, "diverged": not finite}
     return (u.astype(xp.float32) if finite else None), record
 
@@ -112,7 +113,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="64,96,128,192,256")
     parser.add_argument("--schemes", default=",".join(SCHEMES))
     parser.add_argument("--reference", default="lbm-mrt:320", help="scheme:size of the "
-                        "reference run (finer than every size)")
+                        "reference run (finer than every size), or none (runs and centre "
+                        "lines only)")
+    parser.add_argument("--reynolds", type=float, default=REYNOLDS)
     parser.add_argument("--lid-velocity", type=float, default=0.1,
                         help="lattice lid speed (the paper's runs: about 0.1)")
     parser.add_argument("--t-end", type=float, default=18.4)
@@ -121,28 +124,31 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     sizes = [int(v) for v in args.sizes.split(",")]
-    ref_scheme, ref_size = args.reference.split(":")
-    if int(ref_size) <= max(sizes):
-        parser.error(f"the reference size {ref_size} must exceed every size {sizes}")
     machine = ({"device": "cpu"} if args.device == "cpu" else
                environment(select_backend(args.device).xp))
-    report = {**machine, "reynolds": REYNOLDS, "t_end": args.t_end, "precision": args.precision,
-              "reference": args.reference, "runs": []}
-    reference, record = run(ref_scheme, int(ref_size), args.lid_velocity, args.t_end,
-                            args.device, args.precision)
-    if reference is None:
-        raise SystemExit(f"the reference run {args.reference} diverged")
-    record["centre_lines"] = centre_lines(reference)
-    report["reference_run"] = record
-    print(f"reference {args.reference}: {record['seconds']:.1f} s, "
-          f"{record['mlups']:.0f} MLUPS", flush=True)
+    report = {**machine, "reynolds": args.reynolds, "t_end": args.t_end,
+              "precision": args.precision, "reference": args.reference, "runs": []}
+    reference = None
+    if args.reference != "none":
+        ref_scheme, ref_size = args.reference.split(":")
+        if int(ref_size) <= max(sizes):
+            parser.error(f"the reference size {ref_size} must exceed every size {sizes}")
+        reference, record = run(ref_scheme, int(ref_size), args.lid_velocity, args.t_end,
+                                args.device, args.precision, args.reynolds)
+        if reference is None:
+            raise SystemExit(f"the reference run {args.reference} diverged")
+        record["centre_lines"] = centre_lines(reference)
+        report["reference_run"] = record
+        print(f"reference {args.reference}: {record['seconds']:.1f} s, "
+              f"{record['mlups']:.0f} MLUPS", flush=True)
     for n in sizes:
         for scheme in args.schemes.split(","):
             u, record = run(scheme, n, args.lid_velocity, args.t_end, args.device,
-                            args.precision)
+                            args.precision, args.reynolds)
             if u is not None:
                 record["centre_lines"] = centre_lines(u)
-                record.update(discrepancy(u, reference))
+                if reference is not None:
+                    record.update(discrepancy(u, reference))
                 del u
             report["runs"].append(record)
             args.out.write_text(json.dumps(report))

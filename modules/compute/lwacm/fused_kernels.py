@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.codegen import cuda
-from thelma_py.codegen.expr import Emitter, Expr
+from thelma_py.codegen.expr import Emitter, Expr, dot
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.codegen.tag_tables import any_per_tile
 from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
@@ -275,21 +275,38 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
         reads[i] += 1
         em.raw(("[[maybe_unused]] " if les is not None else "") + f"real_t r{k} = a{k}.rho, "
                + ", ".join(f"v{ax}{k} = a{k}.u{ax}" for ax in axes) + ";")
+        quad = []  # moving walls: the velocity of the link's quadratic terms (q*)
         if path != "bulk":
             velocity, setup = None, ""
             if path == "moving":
                 setup = cuda.wall_id_call(lattice, i) + " "
                 velocity = [Expr(f"bc[4 * id{i} + {a}]", atom=True) for a in range(lattice.d)]
-            rho_g, u_g = rule.wall_ghost(rho0, u0, velocity)
+                rho_g, u_g, u_q = rule.moving_wall_ghost(rho0, u0, velocity)
+                quad = [f"q{ax}{k}" for ax in axes]
+                em.raw("real_t " + ", ".join(f"{q} = v{ax}{k}" for q, ax in zip(quad, axes,
+                                                                                 strict=True))
+                       + ";")
+            else:
+                rho_g, u_g = rule.wall_ghost(rho0, u0, velocity)
+                u_q = []
+            # the quadratic terms: the node's u where the wall moves, else the ghost's (−u)
+            moving = " || ".join(f"{v} != (real_t)0" for v in velocity or ())
             assign = " ".join([f"r{k} = {rho_g};"]
-                              + [f"v{ax}{k} = {ug};" for ax, ug in zip(axes, u_g, strict=True)])
+                              + [f"v{ax}{k} = {ug};" for ax, ug in zip(axes, u_g, strict=True)]
+                              + [f"{q} = ({moving}) ? {uq} : v{ax}{k};"
+                                 for q, uq, ax in (zip(quad, u_q, axes, strict=True) if quad
+                                                   else ())])
             code = open_kernels.link_code(
                 lattice, arms, i, open_kernels.ring_reader(lattice),
                 lambda r, v: " ".join([f"r{k} = {r};"] + [
-                    f"v{ax}{k} = {ug};" for ax, ug in zip(axes, v, strict=True)]),
+                    f"v{ax}{k} = {ug};" for ax, ug in zip(axes, v, strict=True)] + [
+                    f"{q} = {ug};" for q, ug in (zip(quad, v, strict=True) if quad else ())]),
                 f"{setup}{assign}") if arms else None
             em.raw(code or f"if ((tag >> {LINK_SHIFT + i - 1}) & 1) {{ {setup}{assign} }}")
-        return Expr(f"r{k}", atom=True), [Expr(f"v{ax}{k}", atom=True) for ax in axes]
+        rho_k, u_k = Expr(f"r{k}", atom=True), [Expr(f"v{ax}{k}", atom=True) for ax in axes]
+        if not quad:
+            return rho_k, u_k
+        return rho_k, [Expr(q, atom=True) for q in quad], dot(lattice.c[i], u_k)
 
     rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force, les)
     em.raw("node_t out;")

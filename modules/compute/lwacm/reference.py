@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from thelma_py.backend import Backend
-from thelma_py.codegen.expr import identity_let
+from thelma_py.codegen.expr import dot, identity_let
 from thelma_py.compute import ComputeEngine
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
@@ -340,12 +340,18 @@ class NumpyLwacmFused(_NumpyBase):
         if not any(shift):
             return w[0], list(w[1:])
         up = np.roll(w, shift, axis=self._axes)
+        quad = None  # moving walls: the quadratic terms take the node's own u
         if i in self.walls.index:
             flat = self.walls.index[i]
             here = w.reshape(len(w), -1)[:, flat]
             velocity = self.walls.velocity[i]
-            rho_g, u_g = rule.wall_ghost(here[0], list(here[1:]),
-                                         None if velocity is None else list(velocity))
+            if velocity is None:
+                rho_g, u_g = rule.wall_ghost(here[0], list(here[1:]), None)
+            else:
+                rho_g, u_g, u_q = rule.moving_wall_ghost(here[0], list(here[1:]),
+                                                         list(velocity))
+                moving = np.any(np.asarray(velocity) != 0, axis=0)
+                quad = (flat, [np.where(moving, q, g) for q, g in zip(u_q, u_g, strict=True)])
             view = up.reshape(len(w), -1)
             view[0, flat] = rho_g
             for a, ua in enumerate(u_g):
@@ -357,7 +363,12 @@ class NumpyLwacmFused(_NumpyBase):
                 view[0, flat] = rho_g
                 for a, ua in enumerate(u_g):
                     view[1 + a, flat] = ua
-        return up[0], list(up[1:])
+        if quad is None:
+            return up[0], list(up[1:])
+        u_even = up[1:].copy()  # the ghost's odd part, the node's own u in the even part
+        for a, ua in enumerate(quad[1]):
+            u_even.reshape(len(u_even), -1)[a, quad[0]] = ua
+        return up[0], list(u_even), dot(self.lattice.c[i], list(up[1:]))
 
     def step(self, n: int = 1) -> None:
         for _ in range(n):

@@ -124,15 +124,13 @@ class LwacmParameters(RelaxationTime):
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
         kinds = {NodeKind(int(k)) for k in np.unique(tags.kind)}
-        supported = {NodeKind.FLUID, NodeKind.WALL} | {k for k in OPEN_KINDS
-                                                         if boundary_rule(k).lwacm}
+        supported = {NodeKind.FLUID, NodeKind.WALL, NodeKind.INTERPOLATED} | {
+            k for k in OPEN_KINDS if boundary_rule(k).lwacm}
         unsupported = sorted(k.name for k in kinds - supported)
         if unsupported:
             names = ", ".join(sorted(k.name.lower() for k in supported - {NodeKind.FLUID}))
             raise ValueError(f"LW-ACM has no rule for the node kinds {unsupported}; it handles "
-                             f"{names} (staircase walls: declare bodies without "
-                             "interpolated=True) and periodic axes; use compute 'lbm' for the "
-                             "others")
+                             f"{names} and periodic axes; use compute 'lbm' for the others")
         dtype = np.dtype(dtype)
         if backend.is_gpu:
             from thelma_py.modules.compute.lwacm import cuda
@@ -195,6 +193,10 @@ class LwacmFused(LwacmParameters):
                              f"use precision float32 (got {np.dtype(dtype).name})")
         open_kinds = sorted(NodeKind(int(k)).name.lower() for k in np.unique(tags.kind)
                             if NodeKind(int(k)) in OPEN_KINDS)
+        if self.store != "fp32" and len(tags.curved_nodes):
+            raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
+                             "combined with interpolated bodies yet; use store='fp32' there, "
+                             "or declare the bodies without interpolated=True")
         if self.store != "fp32" and open_kinds:
             raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
                              f"combined with open boundaries ({', '.join(open_kinds)}) yet; "

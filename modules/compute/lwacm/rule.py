@@ -329,6 +329,19 @@ def wall_ghost(rho, u: Sequence, wall_velocity: Sequence | None):
     return rho, [2.0 * w - ua for w, ua in zip(wall_velocity, u, strict=True)]
 
 
+def curved_ghost(rho, u: Sequence, u_far: Sequence, weights: Sequence):
+    """ρ, u that stand in for the solid upstream node x − c_i of a link cut by a curved wall
+    at the fraction q of the link (both schemes; :mod:`.curved`).
+
+    ``weights`` = (b, c, a u_w,x, a u_w,y[, a u_w,z]) of the link, computed once on the host
+    (:func:`.curved.ghost_weights`): u_g = a u_w + b u(x) + c u(x + c_i), the linear
+    extrapolation of u through the wall point (value u_w) to x − c_i, from x (q ≥ ½) or from
+    x + c_i (q < ½); ``u_far`` = u(x + c_i). Density: zero normal gradient, ρ_g = ρ(x), as
+    :func:`wall_ghost` (which is the case q = ½: (b, c) = (−1, 0), a = 2)."""
+    b, c, wall = weights[0], weights[1], weights[2:]
+    return rho, [w + b * ua + c * uf for w, ua, uf in zip(wall, u, u_far, strict=True)]
+
+
 # -- open boundaries: ghost records beyond an open face -----------------------------------------
 
 def inlet_ghost(rho, u: Sequence, value: Sequence, inner, mirror: Sequence[int] = ()):

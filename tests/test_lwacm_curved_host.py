@@ -66,3 +66,27 @@ def test_host_cuda_curved_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dim
     np.testing.assert_allclose(u, reference.macroscopic()[1], rtol=0, atol=tolerance)
     np.testing.assert_allclose(rho, reference.macroscopic()[0], rtol=0, atol=tolerance)
     assert_ranks_equal_whole(boxes, ranks, u)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("lat", "real", "scheme", "moving", "arms", "les"), [
+    ("D2Q9", "float", "fused", True, True, False),
+    ("D3Q19", "double", "fused", False, False, True),
+    ("D3Q19", "float", "two-step", True, True, False),
+    ("D3Q27", "double", "two-step", False, False, True)])
+def test_curved_kernels_compile_with_nvcc(tmp_path, lat, real, scheme, moving, arms, les):
+    """Curved walls with moving walls, open arms or LES: nvcc -arch=sm_90 compiles them
+    without warnings."""
+    from tests.nvcc import compile_cubin
+    from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
+    from thelma_py.subgrid import Smagorinsky
+
+    lattice = LATTICES[lat]
+    pairs = (("VELOCITY", "-x"), ("PRESSURE", "+x")) if arms else ()
+    cfg = LwacmKernelConfig(lattice, real, scheme, moving_walls=moving, boundaries=pairs,
+                            les=Smagorinsky() if les else None, interpolated=True)
+    text = generate(cfg)
+    assert text.count("KIND_INTERPOLATED") >= 1 and "curved_weights" in text
+    result = compile_cubin(text, tmp_path, cfg.name)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning" not in result.stderr.lower(), result.stderr[-3000:]

@@ -3,26 +3,32 @@ INTERPOLATED nodes (bodies declared ``interpolated=True``; LBM's are in
 :mod:`thelma_py.modules.compute.lbm.interpolated`).
 
 A link i of a fluid node x is cut by the wall at x − q c_i (``NodeTags.curved_q``, exact from
-the body's shape), the wall moving at u_w (the boundary row of the solid node x − c_i). Where
-the upstream record x − c_i would be read, the update reads the ghost (:func:`.rule.curved_ghost`)
+the body's shape), the wall moving at u_w (the boundary row of the solid node x − c_i). The
+population the link brings to x is f*_i of a ghost record at x − c_i
+(:func:`.rule.curved_fstar_i`): its even part (density, momentum flux) from the halfway mirror
+(ρ(x), 2 u_w − u(x)), as bounce-back, and its odd part (the momentum through the link) from
 
-    ρ_g = ρ(x),    u_g = a u_w + b u(x) + c u(x + c_i),
+    u_g = a u_w + b u(x) + c u(x + c_i),
 
-u extrapolated linearly along the link through the wall point:
+u extrapolated along the link through the exact wall point:
 
-    q ≥ ½:  through x and the wall:        (a, b, c) = (1/q, 1 − 1/q, 0)
-    q < ½:  through x + c_i and the wall:   (a, b, c) = (2/(1 + q), 0, (q − 1)/(1 + q))
+    q ≥ ½, x + c_i fluid:  quadratic through x + c_i, x and the wall:
+                           (a, b, c) = (2/(q(1 + q)), −2(1 − q)/q, (1 − q)/(1 + q))
+    q < ½, x + c_i fluid:  the mirror image of the point x + (1 − 2q) c_i about the wall,
+                           interpolated between x and x + c_i: (2, −2q, 2q − 1)
+    q ≥ ½, x + c_i not fluid: linear through x and the wall: (1/q, 1 − 1/q, 0)
+    q < ½, x + c_i not fluid, and links the body does not cut: halfway (2, −1, 0)
 
-the two extrapolations of Guo, Zheng & Shi (2002, their u_b1 and u_b2), split at q = ½ as
-Bouzidi et al. (2001) split their interpolations, so that no weight exceeds 2 in magnitude and
-q = ½ gives the staircase ghost u_g = 2 u_w − u(x) exactly. Where x + c_i is not fluid (a solid
-or beyond a face), q < ½ falls back to halfway (2, −1, 0), as LBM's scheme does; so do a
-node's wall links that the interpolated body does not cut (q NaN). The single step uses the ghost
-as its upstream record; the two-step scheme pulls f*_i(ρ_g, u_g), with ρ, u of x and x + c_i
-taken from their f* (ρ = Σ f*, u = Σ c f* / ((1 − κ) ρ), as its open links do: a node's j is
-updated in place by its own thread).
+(the mirror rule is Bouzidi, Firdaouss & Lallemand 2001's linear interpolation applied to u; the
+extrapolations are those of Guo, Zheng & Shi 2002 and of ghost-cell finite differences). No
+weight exceeds 8/3 in magnitude. A whole ghost record (u_g in the even part too) is as accurate
+but diverges at τ → ½ where the wall is near x − c_i (Schäfer–Turek at Re 100, n = 10): its
+momentum flux then vanishes on one side of the node. The single step takes the ghost as its
+upstream record with c_i · u_g in the odd part; the two-step scheme pulls the population, with
+ρ, u of x and x + c_i taken from their f* (ρ = Σ f*, u = Σ c f* / ((1 − κ) ρ), as its open links
+do: a node's j is updated in place by its own thread).
 
-Per link the host stores (b, c, a u_w) (2 + D reals: :attr:`CurvedGhosts.table`, rows in
+Per link the host stores (a, b, c, u_w) (3 + D reals: :attr:`CurvedGhosts.table`, rows in
 ``NodeTags.curved_nodes`` order, found by binary search in CUDA as for LBM).
 """
 
@@ -79,8 +85,8 @@ def node_fields(lattice: Lattice, cols, kappa) -> tuple:
 class CurvedGhosts:
     """The wall links of the INTERPOLATED nodes of ``tags``, by direction (NumPy arrays).
 
-    ``links[i]`` = (flat x, flat x + c_i, weights (2 + D, n) = (b, c, a u_w)); ``table``
-    (n_nodes, Q − 1, 2 + D) holds the same per node (halfway rows where a link has no wall)."""
+    ``links[i]`` = (flat x, flat x + c_i, weights (3 + D, n) = (a, b, c, u_w)); ``table``
+    (n_nodes, Q − 1, 3 + D) holds the same per node (halfway rows where a link has no wall)."""
 
     def __init__(self, lattice: Lattice, tags: NodeTags, dtype):
         self.lattice = lattice
@@ -89,9 +95,9 @@ class CurvedGhosts:
         solid = tags.solid.reshape(-1)
         links = tags.layout.links(tags.tags).reshape(-1)[nodes]
         coords = np.unravel_index(nodes, shape)[::-1]
-        width = 2 + lattice.d
+        width = 3 + lattice.d
         self.table = np.zeros((len(nodes), lattice.q - 1, width))
-        self.table[..., 0] = -1.0  # halfway at rest: u_g = −u(x)
+        self.table[..., 0], self.table[..., 1] = 2.0, -1.0  # halfway: u_g = 2 u_w − u(x)
         self.nodes = nodes
         self.links: dict[int, tuple] = {}
         for i in range(1, lattice.q):
@@ -105,7 +111,7 @@ class CurvedGhosts:
             window = tuple(slice(1 - ci, 1 - ci + n) for ci, n in
                            zip(reversed(c.tolist()), shape, strict=True))
             wall = tags.bc_table[tags.halo_bc_id[window].reshape(-1)[flat], : lattice.d].T
-            weights = np.concatenate([b[None], cw[None], a * wall]).astype(dtype)
+            weights = np.concatenate([a[None], b[None], cw[None], wall]).astype(dtype)
             self.table[rows, i - 1] = weights.T
             self.links[i] = (flat, np.where(cw != 0, far, flat), weights)
         self.table = self.table.astype(dtype)
@@ -114,19 +120,17 @@ class CurvedGhosts:
         return bool(self.links)
 
     def ghosts(self, i: int, rho, u: list):
-        """(flat x, ρ_g, u_g) of direction i's links from the flat node fields ``rho`` (N),
-        ``u`` (D arrays of N)."""
+        """(flat x, ρ_g, u_m, u_g) of direction i's links (:func:`.rule.curved_ghost`) from
+        the flat node fields ``rho`` (N), ``u`` (D arrays of N)."""
         flat, far, w = self.links[i]
-        rho_g, u_g = rule.curved_ghost(rho[flat], [ua[flat] for ua in u],
-                                       [ua[far] for ua in u], list(w))
-        return flat, rho_g, u_g
+        return (flat, *rule.curved_ghost(rho[flat], [ua[flat] for ua in u],
+                                         [ua[far] for ua in u], list(w)))
 
 
 class LwacmExchange(MomentumExchange):
     """Momentum exchange of an LW-ACM engine: a link of an interpolated body gives
-    −c_i (f*_ī(x) + f*_i(ρ_g, u_g)) with the ghost of :func:`.rule.curved_ghost` (what the
-    node sends into the wall and what the two-step scheme pulls back; the single step's
-    update reads the ghost record itself), the other wall links as
+    −c_i (f*_ī(x) + f_i) with f_i the population of :func:`.rule.curved_fstar_i` (what the
+    node sends into the wall and what comes back, in both schemes), the other wall links as
     :class:`~thelma_py.modules.compute.lbm.forces.MomentumExchange`."""
 
     def __init__(self, lattice: Lattice, tags: NodeTags, wall_tags: NodeTags, dtype,
@@ -148,9 +152,8 @@ class LwacmExchange(MomentumExchange):
         """f*_i(ρ_g, u_g) of the links ``index`` (their far nodes ``nxt``) from f* (Q, N)."""
         rho, u = node_fields(self.lattice, flat[:, index], self.kappa)
         _, u_far = node_fields(self.lattice, flat[:, nxt], self.kappa)
-        rho_g, u_g = rule.curved_ghost(rho, u, u_far, list(w))
-        usq = sum(ua * ua for ua in u_g)
-        return rule.fstar_i(self.lattice, i, rho_g, u_g, usq, self.kappa)
+        rho_g, u_m, u_g = rule.curved_ghost(rho, u, u_far, list(w))
+        return rule.curved_fstar_i(self.lattice, i, rho_g, u_m, u_g, self.kappa)
 
 
 def _host(array) -> np.ndarray:

@@ -11,7 +11,7 @@ bodies are generated exactly as before.
 
 from __future__ import annotations
 
-from thelma_py.codegen.expr import Expr
+from thelma_py.codegen.expr import Expr, dot
 from thelma_py.codegen.kernel_args import Arg
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lwacm import open_kernels, rule
@@ -24,8 +24,8 @@ ARGS = [Arg("curved_nodes", "const int*"), Arg("curved_weights", "const real_t*"
 
 
 def row(lattice: Lattice) -> int:
-    """Reals per node in the weight table: (b, c, a u_w) per link."""
-    return (2 + lattice.d) * (lattice.q - 1)
+    """Reals per node in the weight table: (a, b, c, u_w) per link."""
+    return (3 + lattice.d) * (lattice.q - 1)
 
 
 def search(lattice: Lattice, index: str) -> list[str]:
@@ -37,8 +37,8 @@ def search(lattice: Lattice, index: str) -> list[str]:
 
 
 def weights(lattice: Lattice, i: int) -> list[Expr]:
-    """(b, c, a u_w) of link i in the row ``cw``."""
-    width = 2 + lattice.d
+    """(a, b, c, u_w) of link i in the row ``cw``."""
+    width = 3 + lattice.d
     return [Expr(f"cw[{width * (i - 1) + m}]", atom=True) for m in range(width)]
 
 
@@ -47,19 +47,22 @@ def bit(i: int) -> str:
 
 
 def fused_link(lattice: Lattice, i: int, k: str, rho0: Expr, u0: list) -> str:
-    """Single step: the record ``r{k}``, ``v*{k}`` of upstream x − c_i replaced by the ghost
-    where link i crosses a wall; x + c_i read from the ring (``lo``, ``mid``, ``hi``, thread
-    offset ``c``)."""
+    """Single step: ``o{k}`` = c_i · u of the record ``r{k}``, ``v*{k}`` of upstream x − c_i;
+    where link i crosses a wall, the record becomes the mirror (ρ_g, u_m) and ``o{k}`` c_i · u_g
+    (:func:`.rule.curved_fstar_i`); x + c_i is read from the ring (``lo``, ``mid``, ``hi``,
+    thread offset ``c``)."""
     march = lattice.d - 1
     c = [int(v) for v in lattice.c[i]]
     plane = {1: "hi", 0: "mid", -1: "lo"}[c[march]]
     offset = f"{c[0]} + SX * ({c[1]})" if lattice.d == 3 else f"{c[0]}"
     axes = AXES[: lattice.d]
     far = [Expr(f"b{k}.u{ax}", atom=True) for ax in axes]
-    rho_g, u_g = rule.curved_ghost(rho0, u0, far, weights(lattice, i))
-    assign = " ".join([f"r{k} = {rho_g};"]
-                      + [f"v{ax}{k} = {ug};" for ax, ug in zip(axes, u_g, strict=True)])
-    return (f"if {bit(i)} {{ const node_t b{k} = {plane}[c + ({offset})]; {assign} }}")
+    rho_g, u_m, u_g = rule.curved_ghost(rho0, u0, far, weights(lattice, i))
+    own = dot(lattice.c[i], [Expr(f"v{ax}{k}", atom=True) for ax in axes])
+    assign = " ".join([f"r{k} = {rho_g};", f"o{k} = {dot(lattice.c[i], u_g)};"]
+                      + [f"v{ax}{k} = {um};" for ax, um in zip(axes, u_m, strict=True)])
+    return (f"[[maybe_unused]] real_t o{k} = {own}; "
+            f"if {bit(i)} {{ const node_t b{k} = {plane}[c + ({offset})]; {assign} }}")
 
 
 def two_step_links(lattice: Lattice) -> list[str]:
@@ -75,10 +78,11 @@ def two_step_links(lattice: Lattice) -> list[str]:
         w = weights(lattice, i)
         more, _, u_far = read(tuple(int(v) for v in lattice.c[i]), f"d{i}")
         far = " ".join(f"fu{ax} = {ua};" for ax, ua in zip(axes, u_far, strict=True))
-        rho_g, u_g = rule.curved_ghost(rho0, u0, [Expr(f"fu{ax}", atom=True) for ax in axes],
-                                       w)
-        assign = open_kernels.fstar_assign(lattice, i)(rho_g, u_g)
-        lines.append(f"    if {bit(i)} {{ real_t " + ", ".join(f"fu{ax} = 0" for ax in axes)
+        rho_g, u_m, u_g = rule.curved_ghost(rho0, u0, [Expr(f"fu{ax}", atom=True)
+                                                       for ax in axes], w)
+        value = rule.curved_fstar_i(lattice, i, rho_g, u_m, u_g, Expr("kappa", atom=True))
+        assign = f"f{i} = {value};"
+        lines.append(f"    if {bit(i)} {{ [[maybe_unused]] real_t " + ", ".join(f"fu{ax} = 0" for ax in axes)
                      + f"; if ({w[1]} != (real_t)0) {{ {more} {far} }} {assign} }}")
     lines.append("}")
     return lines

@@ -284,7 +284,9 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
                + ", ".join(f"v{ax}{k} = a{k}.u{ax}" for ax in axes) + ";")
         if path == "curved":
             em.raw(curved_kernels.fused_link(lattice, i, k, rho0, u0))
-        elif path != "bulk":
+            return (Expr(f"r{k}", atom=True), [Expr(f"v{ax}{k}", atom=True) for ax in axes],
+                    Expr(f"o{k}", atom=True))
+        if path != "bulk":
             velocity, setup = None, ""
             if path == "moving":
                 setup = cuda.wall_id_call(lattice, i) + " "

@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from thelma_py.backend import Backend
-from thelma_py.codegen.expr import identity_let
+from thelma_py.codegen.expr import dot, identity_let
 from thelma_py.compute import ComputeEngine
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
@@ -259,13 +259,14 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
         (:mod:`.open_links`, :mod:`.curved`)."""
         rho, u = open_fields(self.lattice, self.f, self.kappa)
         for i in range(1, self.lattice.q):
-            ghosts = list(self.open.ghosts(i, rho, u)) if i in self.open.links else []
-            if i in self.curved.links:
-                ghosts.append(self.curved.ghosts(i, rho, u))
-            for flat, rho_g, u_g in ghosts:
+            for flat, rho_g, u_g in self.open.ghosts(i, rho, u) if i in self.open.links else ():
                 usq = sum(ua * ua for ua in u_g)
                 streamed[i].reshape(-1)[flat] = rule.fstar_i(self.lattice, i, rho_g, u_g, usq,
                                                               self.kappa)
+            if i in self.curved.links:
+                flat, rho_g, u_m, u_g = self.curved.ghosts(i, rho, u)
+                streamed[i].reshape(-1)[flat] = rule.curved_fstar_i(self.lattice, i, rho_g, u_m,
+                                                                    u_g, self.kappa)
 
     def macroscopic(self):
         """ρ = Σ_i f*_i and u = j / ρ of the current state (new arrays). Solid nodes keep their
@@ -357,17 +358,23 @@ class NumpyLwacmFused(_NumpyBase):
             view[0, flat] = rho_g
             for a, ua in enumerate(u_g):
                 view[1 + a, flat] = ua
-        if i in self.open.links or i in self.curved.links:
+        if i in self.open.links:
             here = w.reshape(len(w), -1)
             view = up.reshape(len(w), -1)
-            ghosts = list(self.open.ghosts(i, here[0], list(here[1:]))) if (
-                i in self.open.links) else []
-            if i in self.curved.links:
-                ghosts.append(self.curved.ghosts(i, here[0], list(here[1:])))
-            for flat, rho_g, u_g in ghosts:
+            for flat, rho_g, u_g in self.open.ghosts(i, here[0], list(here[1:])):
                 view[0, flat] = rho_g
                 for a, ua in enumerate(u_g):
                     view[1 + a, flat] = ua
+        if i in self.curved.links:  # the mirror record, and c_i · u_g for the odd part
+            here = w.reshape(len(w), -1)
+            view = up.reshape(len(w), -1)
+            flat, rho_g, u_m, u_g = self.curved.ghosts(i, here[0], list(here[1:]))
+            view[0, flat] = rho_g
+            for a, ua in enumerate(u_m):
+                view[1 + a, flat] = ua
+            odd = np.array(dot(self.lattice.c[i], list(up[1:])), dtype=self.dtype)
+            odd.reshape(-1)[flat] = dot(self.lattice.c[i], u_g)
+            return up[0], list(up[1:]), odd
         return up[0], list(up[1:])
 
     def step(self, n: int = 1) -> None:

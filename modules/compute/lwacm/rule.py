@@ -241,7 +241,8 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     """One single-step update of a node. ``upstream(i)`` gives (ρ, u) of the upstream node
     x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
     each just before its direction is used (so generated code loads one neighbour at a time).
-    Returns (ρ, u).
+    It may give (ρ, u, o) instead: o replaces c_i · u in the odd part (curved links,
+    :func:`curved_fstar_i`). Returns (ρ, u).
 
     The moments of f_i(x, t+1) = f*_i(x − c_i) + κ f^(e,o)_i(x) are taken as sums, since the odd
     part of the node's own equilibrium has no mass and momentum ρu (Σ_i f^(e,o)_i = 0,
@@ -273,7 +274,9 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     rho = None
     j = [0.0] * lattice.d
     for i in range(lattice.q):
-        rho_i, u_i = (rho0, u0) if i == 0 else upstream(i)
+        got = (rho0, u0) if i == 0 else upstream(i)
+        rho_i, u_i = got[0], got[1]
+        odd = got[2] if len(got) > 2 else None  # a curved link: c_i·u of its odd part
         w = float(lattice.w[i])
         usq = sum(ua * ua for ua in u_i)
         cu = dot(lattice.c[i], u_i)
@@ -290,7 +293,11 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 if key not in shifts:
                     shifts[key] = let(dot(key, link_shift), f"dk{i}")
                 lin = lin - (3.0 * w * sign) * shifts[key]
-            s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
+            if odd is None:
+                s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
+            else:
+                s = let(rho_i * ((w - (1.5 * w) * usq) + cu * ((4.5 * w) * cu) + odd * lin),
+                        f"s{i}")
         rho = s if rho is None else let(rho + s, f"m{i}")
         j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}")
              for a, (ja, c) in enumerate(zip(j, lattice.c[i], strict=True))]
@@ -330,16 +337,31 @@ def wall_ghost(rho, u: Sequence, wall_velocity: Sequence | None):
 
 
 def curved_ghost(rho, u: Sequence, u_far: Sequence, weights: Sequence):
-    """ρ, u that stand in for the solid upstream node x − c_i of a link cut by a curved wall
-    at the fraction q of the link (both schemes; :mod:`.curved`).
+    """(ρ_g, u_m, u_g) that stand in for the solid upstream node x − c_i of a link cut by a
+    curved wall at the fraction q of the link (both schemes; :mod:`.curved`).
 
-    ``weights`` = (b, c, a u_w,x, a u_w,y[, a u_w,z]) of the link, computed once on the host
-    (:func:`.curved.ghost_weights`): u_g = a u_w + b u(x) + c u(x + c_i), the linear
-    extrapolation of u through the wall point (value u_w) to x − c_i, from x (q ≥ ½) or from
-    x + c_i (q < ½); ``u_far`` = u(x + c_i). Density: zero normal gradient, ρ_g = ρ(x), as
-    :func:`wall_ghost` (which is the case q = ½: (b, c) = (−1, 0), a = 2)."""
-    b, c, wall = weights[0], weights[1], weights[2:]
-    return rho, [w + b * ua + c * uf for w, ua, uf in zip(wall, u, u_far, strict=True)]
+    ``weights`` = (a, b, c, u_w,x, u_w,y[, u_w,z]) of the link, computed once on the host
+    (:func:`.curved.ghost_weights`): u_g = a u_w + b u(x) + c u(x + c_i) extrapolates u along
+    the link through the wall point (value u_w) to x − c_i; ``u_far`` = u(x + c_i). The
+    population the link receives takes its odd part from u_g and its even part from the
+    halfway mirror u_m = 2 u_w − u(x) (:func:`curved_fstar_i`). ρ_g = ρ(x)."""
+    a, b, c, wall = weights[0], weights[1], weights[2], weights[3:]
+    u_g = [a * w + b * ua + c * uf for w, ua, uf in zip(wall, u, u_far, strict=True)]
+    return rho, [2.0 * w - ua for w, ua in zip(wall, u, strict=True)], u_g
+
+
+def curved_fstar_i(lattice: Lattice, i: int, rho, u_m: Sequence, u_g: Sequence, kappa):
+    """The population f_i a curved link brings to x: f*_i of the mirror record (ρ, u_m) with
+    its odd part (1 − κ) 3 w_i ρ c_i · u_m replaced by that of the extrapolated u_g.
+
+    At q = ½ u_g = u_m: the staircase ghost. Elsewhere the odd part (momentum through the link)
+    puts the wall at its exact position, while the even part (density and momentum flux) stays
+    the reflected one, as Bouzidi's scheme keeps it: a ghost record (ρ, u_g) whole, with |u_g|
+    below |u| where the wall is near x − c_i, diverges at τ → ½ (Schäfer–Turek at Re 100)."""
+    usq = sum(ua * ua for ua in u_m)
+    shift = [g - m for g, m in zip(u_g, u_m, strict=True)]
+    return fstar_i(lattice, i, rho, u_m, usq, kappa) + (1.0 - kappa) * odd_i(lattice, i, rho,
+                                                                            shift)
 
 
 # -- open boundaries: ghost records beyond an open face -----------------------------------------

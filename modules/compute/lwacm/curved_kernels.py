@@ -82,7 +82,9 @@ def two_step_links(lattice: Lattice) -> list[str]:
                                                        for ax in axes], w)
         value = rule.curved_fstar_i(lattice, i, rho_g, u_m, u_g, Expr("kappa", atom=True))
         assign = f"f{i} = {value};"
-        lines.append(f"    if {bit(i)} {{ [[maybe_unused]] real_t " + ", ".join(f"fu{ax} = 0" for ax in axes)
-                     + f"; if ({w[1]} != (real_t)0) {{ {more} {far} }} {assign} }}")
+        zeros = ", ".join(f"fu{ax} = 0" for ax in axes)
+        # x + c_i is read only where its weight c is not 0 (it may be solid or beyond a face)
+        lines.append(f"    if {bit(i)} {{ [[maybe_unused]] real_t {zeros}; "
+                     f"if ({w[2]} != (real_t)0) {{ {more} {far} }} {assign} }}")
     lines.append("}")
     return lines

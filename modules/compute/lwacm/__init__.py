@@ -21,10 +21,11 @@ kind's rule (:data:`.rule.OPEN_GHOSTS`) applied to the mirror point x − c_t, t
 x − c_i across the face (:mod:`.open_links`, CUDA arms :mod:`.open_kernels`).
 
 Curved walls (bodies declared ``interpolated=True``), both schemes: a wall link of an
-INTERPOLATED node takes a ghost record at x − c_i with ρ_g = ρ(x) and u extrapolated along the
-link through the exact wall point (quadratic from x and x + c_i where the wall is at least half
-a link away, the mirror point interpolated between them where it is nearer; :mod:`.curved`,
-CUDA :mod:`.curved_kernels`). Forces on them: −c_i (f*_ī(x) + f*_i(ghost)) per link.
+INTERPOLATED node brings f*_i of a ghost at x − c_i whose odd part uses u extrapolated along
+the link through the exact wall point (quadratic from x and x + c_i where the wall is at least
+half a link away, the mirror point interpolated between them where it is nearer) and whose even
+part is the halfway mirror (ρ(x), 2 u_w − u(x)) (:mod:`.curved`, CUDA :mod:`.curved_kernels`).
+Forces on them: −c_i (f*_ī(x) + f_i) per link, f_i that population.
 
 Forces on bodies (``forces`` results): momentum exchange on the wall links, as LBM, with f*
 as the populations a node sends (stored by the two-step scheme, rebuilt from ρ, u by the

@@ -64,8 +64,9 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
     run stops once the drag is steady: 40 values 8 n steps apart (two periods of the slowest
     acoustic mode, a quarter wave along the channel, about 152 n steps) within that relative
     spread. ``results`` are added to the run. ``compute``: "lbm" (with ``collision``), or
-    "lwacm" / "lwacm-fused" (staircase cylinder only, ``interpolated=False``; their inlet and
-    outlet sit half a spacing beyond the end nodes, so the channel is one spacing longer).
+    "lwacm" / "lwacm-fused" (their curved walls: ghost records, ``modules/compute/lwacm/
+    curved.py``; their inlet and outlet sit half a spacing beyond the end nodes, so the channel
+    is one spacing longer).
     """
     ny = round(4.1 * n)
     if abs(ny - 4.1 * n) > 1e-9:

@@ -133,14 +133,6 @@ def test_outflow_and_equilibrium_kinds_run(scheme):
     assert np.all(np.isfinite(np.asarray(solver.velocity())))
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_interpolated_bodies_refused_with_what_is_supported(scheme):
-    geometry = tp.geometry.Geometry((16, 12), periodic=(True, False))
-    geometry.body(tp.geometry.Sphere((8.0, 6.0), 2.5), interpolated=True)
-    with pytest.raises(ValueError, match="INTERPOLATED.*handles.*free_slip.*velocity.*wall"):
-        tp.compose("D2Q9", geometry, tp.plugin("compute", scheme, nu=0.05), device="cpu")
-
-
 def test_nu_above_the_lwacm_limit_advises_the_right_way():
     """ν = U N / Re = 0.05 · 64 / 10 = 0.32 > 1/6: the advice must lower ν (a smaller lattice
     velocity or fewer nodes), never raise U or refine (both raise ν)."""

@@ -306,10 +306,9 @@ def test_traffic_and_memory_per_node():
         assert engine.memory_bytes_per_node == memory, (scheme, lattice, precision)
 
 
-@pytest.mark.parametrize("name", ["lwacm", "lwacm-fused"])
-def test_kinds_without_a_rule_are_refused_with_the_alternative(name):
-    """LW-ACM has no interpolated walls (open boundaries it has, tests/test_lwacm_open.py): a
-    body declared interpolated must be refused, not silently taken as a staircase."""
+def test_interpolated_bodies_with_16_bit_records_are_refused_with_the_alternative():
+    """Curved walls (tests/test_lwacm_curved.py) are not combined with 16-bit single-step
+    records: refused, not silently taken as a staircase."""
     from thelma_py.backend import select_backend
     from thelma_py.geometry import Geometry, Sphere
     from thelma_py.lattice import D2Q9
@@ -318,8 +317,9 @@ def test_kinds_without_a_rule_are_refused_with_the_alternative(name):
     geo = Geometry((12, 8), periodic=(True, False))
     geo.body(Sphere((6.0, 4.0), 2.0), interpolated=True)
     tags = geo.evaluate(D2Q9)
-    with pytest.raises(ValueError, match="use compute 'lbm'"):
-        create("compute", name, nu=0.05).create(D2Q9, tags, select_backend("cpu"), np.float64)
+    with pytest.raises(ValueError, match="interpolated bodies.*store='fp32'"):
+        create("compute", "lwacm-fused", nu=0.05, store="fp16c").create(
+            D2Q9, tags, select_backend("cpu"), np.float32)
 
 
 def test_fused_chunk_is_eight_planes_unless_the_gpu_would_idle():

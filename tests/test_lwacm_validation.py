@@ -51,8 +51,9 @@ def test_cavity_re100_matches_ghia(scheme, measured):
     centre-line u(y), v(x) at Ghia's points, max |Δ| / U < 0.02.
 
     Measured 0.0125 (two-step) and 0.0127 (single step), against 0.0096 (MRT) and 0.0113 (TRT)
-    for LBM. (The single step gave 0.0106 while its lid links took the ghost velocity in their
-    even part too: see rule.moving_wall_ghost; now the two schemes differ by Ladd's density.) The two-step lid uses Ladd's term with the wall velocity scaled by 1 − κ; with the
+    for LBM. (The single step gave 0.0106 while its lid links took the ghost velocity in
+    their even part too: see rule.moving_wall_ghost; now the two schemes differ by Ladd's
+    density.) The two-step lid uses Ladd's term with the wall velocity scaled by 1 − κ; with the
     unscaled term the lid would move at U / (2τ − 1) and the deviation is 3.5 (see
     reference.two_step_wall_tags).
     """

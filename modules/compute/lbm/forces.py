@@ -91,6 +91,13 @@ class MomentumExchange:
     def bodies(self) -> list[int]:
         return sorted(set(self.links) | set(self.curved))
 
+    def curved_return(self, flat, i: int, index, nxt, w, term):
+        """The population f_i that the interpolated links ``index`` of direction i receive,
+        from the populations ``flat`` (Q, N): Bouzidi's (:func:`.interpolated_bounce`)."""
+        j = self.lattice.opposite[i]
+        return interpolated_bounce(w, flat[j][index], flat[j][nxt], flat[i][index],
+                                   0.0 if term is None else term)
+
     def __call__(self, f_post) -> dict[int, np.ndarray]:
         """{body id: force (D,) as float64 host array} for the populations f* (Q, *S)."""
         q, d = self.lattice.q, self.lattice.d
@@ -103,10 +110,8 @@ class MomentumExchange:
                 exchanged = float((2.0 * flat[opposite[i]][index] + term).sum())
                 total -= self.lattice.c[i].astype(np.float64) * exchanged
             for i, index, nxt, w, term in self.curved.get(body, ()):
-                j = opposite[i]
-                back = interpolated_bounce(w, flat[j][index], flat[j][nxt], flat[i][index],
-                                           0.0 if term is None else term)
-                exchanged = float((flat[j][index] + back).sum())
+                back = self.curved_return(flat, i, index, nxt, w, term)
+                exchanged = float((flat[opposite[i]][index] + back).sum())
                 total -= self.lattice.c[i].astype(np.float64) * exchanged
             out[body] = total
         return out
@@ -114,8 +119,9 @@ class MomentumExchange:
 
 def forces(engine, bodies=None) -> dict[int, np.ndarray]:
     """Momentum-exchange force on each body of an LBM engine (NumPy or CUDA), by boundary id.
-    LW-ACM engines give their f* (``canonical()``) and the wall rows of their moving-wall
-    term (``force_tags``): the same sum (``modules/compute/lwacm/__init__.py``).
+    LW-ACM engines give their f* (``canonical()``) and their own :class:`MomentumExchange`
+    (``momentum_exchange(owned)``: wall rows of their moving-wall term, the ghosts of curved
+    links): the same sum (``modules/compute/lwacm/__init__.py``).
 
     ``bodies`` limits the ids reported (default: every id that owns a wall link, 0 included:
     the walls at rest). Built once per engine and cached on it. On a
@@ -125,9 +131,12 @@ def forces(engine, bodies=None) -> dict[int, np.ndarray]:
     local = engine if box is None else engine.engine
     exchange = getattr(engine, "_momentum_exchange", None)
     if exchange is None:
-        tags = getattr(local, "force_tags", local.tags)  # LW-ACM: its scaled wall rows
-        exchange = MomentumExchange(local.lattice, tags, local.dtype, local.backend.xp,
-                                    owned=None if box is None else box.inner)
+        owned = None if box is None else box.inner
+        if hasattr(local, "momentum_exchange"):  # LW-ACM: its scaled rows and curved ghosts
+            exchange = local.momentum_exchange(owned)
+        else:
+            exchange = MomentumExchange(local.lattice, local.tags, local.dtype,
+                                        local.backend.xp, owned=owned)
         if box is not None:  # every rank must agree on refreshing the ghost layers
             from thelma_py.parallel import allreduce
 

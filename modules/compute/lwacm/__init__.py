@@ -20,11 +20,19 @@ f*_i(ρ_g, u_g). The boundary sits at the link midpoint, as the walls do; the gh
 kind's rule (:data:`.rule.OPEN_GHOSTS`) applied to the mirror point x − c_t, the reflection of
 x − c_i across the face (:mod:`.open_links`, CUDA arms :mod:`.open_kernels`).
 
+Curved walls (bodies declared ``interpolated=True``), both schemes: a wall link of an
+INTERPOLATED node brings f*_i of a ghost at x − c_i whose odd part uses u extrapolated along
+the link through the exact wall point (quadratic from x and x + c_i where the wall is at least
+half a link away, the mirror point interpolated between them where it is nearer) and whose even
+part is the halfway mirror (ρ(x), 2 u_w − u(x)) (:mod:`.curved`, CUDA :mod:`.curved_kernels`).
+Forces on them: −c_i (f*_ī(x) + f_i) per link, f_i that population.
+
 Forces on bodies (``forces`` results): momentum exchange on the wall links, as LBM, with f*
 as the populations a node sends (stored by the two-step scheme, rebuilt from ρ, u by the
 single step: ``canonical()``) and Ladd's term scaled by 1 − κ (``force_tags``): exact for the
 two-step bounce-back; for the single step exact at walls at rest (its ghost u_g = −u returns
-f*_ī(x) on the link), to first order in the wall speed at moving walls.
+f*_ī(x) on the link) and at moving walls up to Ladd's density (its link takes the ghost in the
+odd part only: :func:`.rule.moving_wall_ghost`; ρ(x) there, 1 in Ladd's term).
 
 The update rule is in :mod:`.rule`, the NumPy references in :mod:`.reference`, the CUDA
 generator in :mod:`.kernels` and the CUDA engines in :mod:`.cuda`. The config-script switch is
@@ -124,15 +132,13 @@ class LwacmParameters(RelaxationTime):
     def create(self, lattice: Lattice, tags: NodeTags, backend: Backend, dtype) -> ComputeEngine:
         self.check(lattice)
         kinds = {NodeKind(int(k)) for k in np.unique(tags.kind)}
-        supported = {NodeKind.FLUID, NodeKind.WALL} | {k for k in OPEN_KINDS
-                                                         if boundary_rule(k).lwacm}
+        supported = {NodeKind.FLUID, NodeKind.WALL, NodeKind.INTERPOLATED} | {
+            k for k in OPEN_KINDS if boundary_rule(k).lwacm}
         unsupported = sorted(k.name for k in kinds - supported)
         if unsupported:
             names = ", ".join(sorted(k.name.lower() for k in supported - {NodeKind.FLUID}))
             raise ValueError(f"LW-ACM has no rule for the node kinds {unsupported}; it handles "
-                             f"{names} (staircase walls: declare bodies without "
-                             "interpolated=True) and periodic axes; use compute 'lbm' for the "
-                             "others")
+                             f"{names} and periodic axes; use compute 'lbm' for the others")
         dtype = np.dtype(dtype)
         if backend.is_gpu:
             from thelma_py.modules.compute.lwacm import cuda
@@ -199,6 +205,10 @@ class LwacmFused(LwacmParameters):
                              f"use precision float32 (got {np.dtype(dtype).name})")
         open_kinds = sorted(NodeKind(int(k)).name.lower() for k in np.unique(tags.kind)
                             if NodeKind(int(k)) in OPEN_KINDS)
+        if self.store != "fp32" and len(tags.curved_nodes):
+            raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
+                             "combined with interpolated bodies yet; use store='fp32' there, "
+                             "or declare the bodies without interpolated=True")
         if self.store != "fp32" and open_kinds:
             raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
                              f"combined with open boundaries ({', '.join(open_kinds)}) yet; "

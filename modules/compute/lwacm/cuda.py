@@ -27,12 +27,12 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lwacm import fused_kernels, open_links, rule
+from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts
 from thelma_py.modules.compute.lwacm.kernels import (
-    TWO_STEP_ARGS,
-    TWO_STEP_OPEN_ARGS,
     LwacmKernelConfig,
     generate,
     kernel_names,
+    two_step_args,
 )
 from thelma_py.modules.compute.lwacm.reference import (
     CheckedState,
@@ -52,7 +52,7 @@ TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
 
 
-class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
+class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
     scheme = "two-step"
 
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -73,7 +73,8 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
             les=params.les, boundaries=open_links.arms(tags),
             store=getattr(params, "store", "fp32"),
             rounding=getattr(params, "rounding", "nearest"),
-            staging=getattr(params, "staging", "registers"))
+            staging=getattr(params, "staging", "registers"),
+            interpolated=bool(len(tags.curved_nodes)))
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -85,6 +86,10 @@ class _CudaBase(CheckedState, GraphSteps, ComputeEngine):
         self.open_table = xp.asarray(tags.open_table.astype(np.int32).reshape(-1))
         self.open_values = xp.asarray(values.astype(self.dtype).reshape(-1))
         self.kappa = self.dtype.type(params.kappa)
+        curved = CurvedGhosts(lattice, tags, self.dtype)  # ghost weights of curved wall links
+        self.curved_nodes = xp.asarray(np.append(curved.nodes, 0).astype(np.int32))
+        self.curved_weights = xp.asarray(np.append(curved.table.reshape(-1), 0).astype(self.dtype))
+        self.n_curved = np.int32(len(curved.nodes))
         self.current = 0
         self.phase = "post-even"  # the graph cache keys on (current, phase)
         self._graphs: dict = {}
@@ -120,13 +125,14 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         xp = self.cp
         wall_tags = two_step_wall_tags(tags, params.kappa)
         self.bc = xp.asarray(wall_tags.bc_table.astype(self.dtype).reshape(-1))
-        args = TWO_STEP_OPEN_ARGS if self.config.boundaries else TWO_STEP_ARGS
+        args = two_step_args(bool(self.config.boundaries), self.config.interpolated)
         self.args = args.bind(real_t=self.dtype, tag_t=tags.tags.dtype)
         q = lattice.q
         self.buffers = [xp.empty((q, *self.shape), dtype=self.dtype) for _ in range(2)]
         self.j = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
-        self.halo_fields = bool(self.config.boundaries)
-        """Open links read all f* of a neighbour: distributed runs then exchange whole nodes."""
+        self.halo_fields = bool(self.config.boundaries) or self.config.interpolated
+        """Open and curved links read all f* of a neighbour: distributed runs then exchange
+        whole nodes."""
 
     def initialize(self, rho, u) -> None:
         xp, lat = self.cp, self.lattice
@@ -210,7 +216,8 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         self.buffers = [xp.zeros((*self.shape, 4), dtype=record) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
         self.args = fused_kernels.args(self.store, params.rounding,
-                                       bool(self.config.boundaries)).bind(
+                                       bool(self.config.boundaries),
+                                       self.config.interpolated).bind(
             real_t=self.dtype, node_t=self.dtype, rec_t=np.uint16, tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)

@@ -32,7 +32,7 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.codegen.tag_tables import any_per_tile
 from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
-from thelma_py.modules.compute.lwacm import open_kernels, rule
+from thelma_py.modules.compute.lwacm import curved_kernels, open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
 from thelma_py.store16 import FORMATS, cuda_functions, cuda_stochastic
 from thelma_py.tags import LINK_SHIFT
@@ -65,11 +65,16 @@ ARGS16_SR = KernelArgs("lwacm single step, 16-bit records rounded stochastically
 rank's offset), from which each node's random bits are hashed."""
 
 
-def args(store: str, rounding: str = "nearest", open_boundaries: bool = False) -> KernelArgs:
+def args(store: str, rounding: str = "nearest", open_boundaries: bool = False,
+         curved: bool = False) -> KernelArgs:
     """The kernel arguments for the record storage ``store`` and its rounding, with the
-    open-boundary tables if asked."""
+    open-boundary tables and the curved-wall tables (fp32 records) if asked."""
     if store == "fp32":
-        return OPEN_ARGS if open_boundaries else ARGS
+        chosen = OPEN_ARGS if open_boundaries else ARGS
+        if not curved:
+            return chosen
+        return KernelArgs(chosen.label + " and curved walls",
+                          [*chosen.lines, curved_kernels.ARGS])
     chosen = ARGS16 if rounding == "nearest" else ARGS16_SR
     if not open_boundaries:
         return chosen
@@ -248,6 +253,8 @@ PATHS = ("bulk", "rest", "moving")
 
 def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
             rounding: str = "nearest") -> str:
+    # ``path`` "curved": an INTERPOLATED node, whose wall links take the ghosts of
+    # :mod:`.curved_kernels` (the weight row ``cw`` found before)
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
@@ -275,6 +282,10 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
         reads[i] += 1
         em.raw(("[[maybe_unused]] " if les is not None else "") + f"real_t r{k} = a{k}.rho, "
                + ", ".join(f"v{ax}{k} = a{k}.u{ax}" for ax in axes) + ";")
+        if path == "curved":
+            em.raw(curved_kernels.fused_link(lattice, i, k, rho0, u0))
+            return (Expr(f"r{k}", atom=True), [Expr(f"v{ax}{k}", atom=True) for ax in axes],
+                    Expr(f"o{k}", atom=True))
         quad = []  # moving walls: the velocity of the link's quadratic terms (q*)
         if path != "bulk":
             velocity, setup = None, ""
@@ -320,10 +331,18 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
 
 
 def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
-             rounding: str = "nearest") -> str:
+             rounding: str = "nearest", curved: bool = False) -> str:
     """The update of a node in a flagged tile: fluid nodes only, or, with ``arms``, fluid and
     open nodes through one instantiation (the open links are branches inside it, so a warp
-    holding a face's boundary nodes does not run two updates)."""
+    holding a face's boundary nodes does not run two updates); with ``curved``, INTERPOLATED
+    nodes first, through their own instantiation."""
+    if curved:
+        pad = " " * 20
+        search = "\n".join(pad + line for line in curved_kernels.search(lattice, "n"))
+        rest = _flagged(lattice, force, les, arms, path, store, rounding).lstrip()
+        return ("                if ((tag & TAG_KIND_MASK) == KIND_INTERPOLATED) {\n" + search
+                + "\n" + _update(lattice, force, "curved", les, (), store, rounding)
+                + "\n                } else " + rest)
     if not arms:
         return ("                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {\n"
                 + _update(lattice, force, path, les, (), store, rounding) + "\n                }")
@@ -334,7 +353,7 @@ def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
            les=None, arms=(), store: str = "fp32", rounding: str = "nearest",
-           staging: str = "registers") -> str:
+           staging: str = "registers", curved: bool = False) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``arms``: the
     (kind, face) open boundaries present; ``store``: the record storage; ``staging`` of
@@ -351,13 +370,13 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     px, py = fused_block(lattice, rows)
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "moving", store, rounding)}
+{_flagged(lattice, force, les, arms, "moving", store, rounding, curved)}
 """ if moving_walls else "")
     bounds = cuda.launch_bounds(px * py, min_blocks)
     if les is not None and not min_blocks:
         bounds = f"__launch_bounds__({px * py}, LES_MIN_BLOCKS)"
     text = ("" if les is None else LES_HELPERS) + f"""
-{args(store, rounding, bool(arms)).signature("lwacm_fused_step", bounds)}
+{args(store, rounding, bool(arms), curved).signature("lwacm_fused_step", bounds)}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -416,7 +435,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 {_update(lattice, force, "bulk", les, (), store, rounding)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "rest", store, rounding)}
+{_flagged(lattice, force, les, arms, "rest", store, rounding, curved)}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step

@@ -27,7 +27,7 @@ from thelma_py.codegen import cuda
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm.collision import wall_momentum
-from thelma_py.modules.compute.lwacm import fused_kernels, open_kernels, rule
+from thelma_py.modules.compute.lwacm import curved_kernels, fused_kernels, open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_rows
 from thelma_py.store16 import ROUNDINGS, STORES
 
@@ -45,6 +45,15 @@ the engine (:class:`.cuda.CudaLwacm`)."""
 TWO_STEP_OPEN_ARGS = KernelArgs("lwacm two-step with open boundaries", [
     *TWO_STEP_ARGS.lines, [Arg("open_table", "const int*"), Arg("open_values", "const real_t*")]])
 """The same with the open-boundary tables (:mod:`.open_kernels`)."""
+
+
+def two_step_args(open_boundaries: bool, curved: bool) -> KernelArgs:
+    """The two-step kernel's arguments, with the open-boundary and curved-wall tables if
+    asked."""
+    chosen = TWO_STEP_OPEN_ARGS if open_boundaries else TWO_STEP_ARGS
+    if not curved:
+        return chosen
+    return KernelArgs(chosen.label + " and curved walls", [*chosen.lines, curved_kernels.ARGS])
 
 
 @attrs.frozen
@@ -73,6 +82,9 @@ class LwacmKernelConfig(cuda.KernelConfig):
     """16-bit records: rounded to nearest or stochastically (:mod:`thelma_py.store16`)."""
     staging: str = attrs.field(default="registers",
                                validator=attrs.validators.in_(fused_kernels.STAGINGS))
+    interpolated: bool = False
+    """INTERPOLATED nodes present (bodies with curved walls, :mod:`.curved_kernels`); False:
+    the kernels are those without them, text for text."""
     """16-bit records: staged into the ring through registers or by ``cp.async``
     (:data:`.fused_kernels.STAGINGS`); ignored with fp32 records."""
 
@@ -124,7 +136,7 @@ def _two_step_kernel(cfg: LwacmKernelConfig) -> str:
     head += loads
     head += [f"const real_t j{ax}0 = j_s[{a} * N + n];" for a, ax in enumerate(axes)]
     arms = cfg.boundaries
-    skip = "!= KIND_FLUID" if not arms else "== KIND_WALL"
+    skip = "!= KIND_FLUID" if not (arms or cfg.interpolated) else "== KIND_WALL"
     head += ["const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
              f"if ((tag & TAG_KIND_MASK) {skip}) return;"] + fixups
     if arms:  # open nodes: the links crossing their face pull f*_i of the ghost record
@@ -136,9 +148,11 @@ def _two_step_kernel(cfg: LwacmKernelConfig) -> str:
                 links.append("    " + code)
         head += ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) {"]
         head += ["    " + line for line in open_kernels.HEADER] + links + ["}"]
+    if cfg.interpolated:  # curved walls: the wall links of INTERPOLATED nodes pull ghosts
+        head += curved_kernels.two_step_links(lat)
     tail = [f"j_s[{a} * N + n] = {ja};" for a, ja in enumerate(j)]
     tail += [f"dst[{i} * N + n] = p{i};" for i in range(lat.q)]
-    args = TWO_STEP_OPEN_ARGS if arms else TWO_STEP_ARGS
+    args = two_step_args(bool(arms), cfg.interpolated)
     signature = args.signature("lwacm_step", cuda.launch_bounds(cfg.block))
     return (f"{signature}\n{{\n{cuda.prologue()}\n{_indent(head)}\n{em.code(4)}\n"
             f"{_indent(tail)}\n}}\n")
@@ -158,5 +172,5 @@ def generate(cfg: LwacmKernelConfig) -> str:
                 parts.append(fused_kernels.RING16)
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                           cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
-                                          cfg.rounding, cfg.staging))
+                                          cfg.rounding, cfg.staging, cfg.interpolated))
     return "\n".join(parts)

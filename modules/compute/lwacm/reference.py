@@ -17,6 +17,7 @@ from thelma_py.compute import ComputeEngine
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
+from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts
 from thelma_py.modules.compute.lwacm.open_links import OpenLinks
 from thelma_py.nodes import NodeTags
 from thelma_py.store16 import (
@@ -186,12 +187,13 @@ class CheckedState:
         return value
 
 
-class _NumpyBase(CheckedState, ComputeEngine):
+class _NumpyBase(CurvedExchange, CheckedState, ComputeEngine):
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         self.params, self.lattice, self.tags, self.backend, self.dtype = (
             params, lattice, tags, backend, np.dtype(dtype))
         self.open = OpenLinks(lattice, tags, self.dtype)
         self.walls = layouts.WallLinks(lattice, self.open.tags, self.dtype)
+        self.curved = CurvedGhosts(lattice, tags, self.dtype)
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape
         self.kappa = self.dtype.type(params.kappa)
@@ -228,8 +230,9 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
                                        self.dtype)
         self.f = np.zeros((lattice.q, *self.shape), dtype=self.dtype)
         self.j = np.zeros((lattice.d, *self.shape), dtype=self.dtype)
-        self.halo_fields = bool(self.open)
-        """Open links read all f* of a neighbour (:func:`open_fields`): whole nodes travel."""
+        self.halo_fields = bool(self.open) or bool(self.curved)
+        """Open and curved links read all f* of a neighbour (:func:`open_fields`): whole nodes
+        travel."""
 
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
@@ -241,7 +244,7 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
         lat = self.lattice
         for _ in range(n):
             streamed = layouts.stream(lat, self.walls, self.f)
-            if self.open:
+            if self.open or self.curved:
                 self._open_links(streamed)
             _, _, j, post = rule.two_step(lat, list(streamed), list(self.j), self.kappa,
                                           identity_let, self.force, self.params.les)
@@ -252,13 +255,18 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
             self.f, self.j = f, j
 
     def _open_links(self, streamed: np.ndarray) -> None:
-        """The pulled f*_i of the open links: f*_i of the ghost record (:mod:`.open_links`)."""
+        """The pulled f*_i of the open and curved links: f*_i of the ghost record
+        (:mod:`.open_links`, :mod:`.curved`)."""
         rho, u = open_fields(self.lattice, self.f, self.kappa)
-        for i in self.open.links:
-            for flat, rho_g, u_g in self.open.ghosts(i, rho, u):
+        for i in range(1, self.lattice.q):
+            for flat, rho_g, u_g in self.open.ghosts(i, rho, u) if i in self.open.links else ():
                 usq = sum(ua * ua for ua in u_g)
                 streamed[i].reshape(-1)[flat] = rule.fstar_i(self.lattice, i, rho_g, u_g, usq,
                                                               self.kappa)
+            if i in self.curved.links:
+                flat, rho_g, u_m, u_g = self.curved.ghosts(i, rho, u)
+                streamed[i].reshape(-1)[flat] = rule.curved_fstar_i(self.lattice, i, rho_g, u_m,
+                                                                    u_g, self.kappa)
 
     def macroscopic(self):
         """ρ = Σ_i f*_i and u = j / ρ of the current state (new arrays). Solid nodes keep their
@@ -363,12 +371,22 @@ class NumpyLwacmFused(_NumpyBase):
                 view[0, flat] = rho_g
                 for a, ua in enumerate(u_g):
                     view[1 + a, flat] = ua
-        if quad is None:
+        curved = i in self.curved.links
+        if quad is None and not curved:
             return up[0], list(up[1:])
-        u_even = up[1:].copy()  # the ghost's odd part, the node's own u in the even part
-        for a, ua in enumerate(quad[1]):
-            u_even.reshape(len(u_even), -1)[a, quad[0]] = ua
-        return up[0], list(u_even), dot(self.lattice.c[i], list(up[1:]))
+        odd = np.array(dot(self.lattice.c[i], list(up[1:])), dtype=self.dtype)
+        u_even = up[1:].copy()  # moving walls: the node's own u in the even part
+        if quad is not None:
+            for a, ua in enumerate(quad[1]):
+                u_even.reshape(len(u_even), -1)[a, quad[0]] = ua
+        if curved:  # the mirror record, and c_i · u_g for the odd part
+            here = w.reshape(len(w), -1)
+            flat, rho_g, u_m, u_g = self.curved.ghosts(i, here[0], list(here[1:]))
+            up.reshape(len(w), -1)[0, flat] = rho_g
+            for a, ua in enumerate(u_m):
+                u_even.reshape(len(u_even), -1)[a, flat] = ua
+            odd.reshape(-1)[flat] = dot(self.lattice.c[i], u_g)
+        return up[0], list(u_even), odd
 
     def step(self, n: int = 1) -> None:
         for _ in range(n):

@@ -242,7 +242,8 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
     each just before its direction is used (so generated code loads one neighbour at a time).
     It may give (ρ, u, o) instead: o replaces c_i·u in the odd part, the rest of f*_i comes
-    from (ρ, u) (moving walls, :func:`moving_wall_ghost`). Returns (ρ, u).
+    from (ρ, u) (moving walls, :func:`moving_wall_ghost`; curved links, :func:`curved_fstar_i`).
+    Returns (ρ, u).
 
     The moments of f_i(x, t+1) = f*_i(x − c_i) + κ f^(e,o)_i(x) are taken as sums, since the odd
     part of the node's own equilibrium has no mass and momentum ρu (Σ_i f^(e,o)_i = 0,
@@ -350,6 +351,34 @@ def moving_wall_ghost(rho, u: Sequence, wall_velocity: Sequence):
     (u_g = −u: the same squares), so that such links round as :func:`wall_ghost`'s do."""
     rho_g, u_g = wall_ghost(rho, u, wall_velocity)
     return rho_g, u_g, list(u)
+
+
+def curved_ghost(rho, u: Sequence, u_far: Sequence, weights: Sequence):
+    """(ρ_g, u_m, u_g) that stand in for the solid upstream node x − c_i of a link cut by a
+    curved wall at the fraction q of the link (both schemes; :mod:`.curved`).
+
+    ``weights`` = (a, b, c, u_w,x, u_w,y[, u_w,z]) of the link, computed once on the host
+    (:func:`.curved.ghost_weights`): u_g = a u_w + b u(x) + c u(x + c_i) extrapolates u along
+    the link through the wall point (value u_w) to x − c_i; ``u_far`` = u(x + c_i). The
+    population the link receives takes its odd part from u_g and its even part from the
+    halfway mirror u_m = 2 u_w − u(x) (:func:`curved_fstar_i`). ρ_g = ρ(x)."""
+    a, b, c, wall = weights[0], weights[1], weights[2], weights[3:]
+    u_g = [a * w + b * ua + c * uf for w, ua, uf in zip(wall, u, u_far, strict=True)]
+    return rho, [2.0 * w - ua for w, ua in zip(wall, u, strict=True)], u_g
+
+
+def curved_fstar_i(lattice: Lattice, i: int, rho, u_m: Sequence, u_g: Sequence, kappa):
+    """The population f_i a curved link brings to x: f*_i of the mirror record (ρ, u_m) with
+    its odd part (1 − κ) 3 w_i ρ c_i · u_m replaced by that of the extrapolated u_g.
+
+    At q = ½ u_g = u_m: the staircase ghost. Elsewhere the odd part (momentum through the link)
+    puts the wall at its exact position, while the even part (density and momentum flux) stays
+    the reflected one, as Bouzidi's scheme keeps it: a ghost record (ρ, u_g) whole, with |u_g|
+    below |u| where the wall is near x − c_i, diverges at τ → ½ (Schäfer–Turek at Re 100)."""
+    usq = sum(ua * ua for ua in u_m)
+    shift = [g - m for g, m in zip(u_g, u_m, strict=True)]
+    return fstar_i(lattice, i, rho, u_m, usq, kappa) + (1.0 - kappa) * odd_i(lattice, i, rho,
+                                                                            shift)
 
 
 # -- open boundaries: ghost records beyond an open face -----------------------------------------

@@ -1,0 +1,88 @@
+"""Schäfer–Turek 2D-1 (Re 20) with curved (interpolated) cylinder walls: LBM (TRT, Bouzidi)
+against both LW-ACM schemes with their curved-wall ghosts (issue #18 item 2), and the LW-ACM
+single step with the staircase cylinder for comparison, at each ``--n``.
+
+Each run goes until the drag is steady (the case's rule: relative spread 1e-6 over 40 samples
+8 n steps apart) or its share of ``--budget`` seconds is spent; the JSON says which. Prints one
+JSON line per run, then a table relative to LBM at the same n. Usage::
+
+    python benchmarks/curved_st.py --n 20 40 --budget 160 --out out/st_curved.json
+    python benchmarks/curved_st.py --summary out/st_curved.json      (the table again)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from thelma_py.cases import cylinder
+
+RUNS = (("lbm", True), ("lwacm", True), ("lwacm-fused", True), ("lwacm-fused", False))
+KEYS = ("c_D", "c_L", "dp")
+
+
+def table(records: list[dict]) -> str:
+    """c_D, c_L, Δp of every run and their deviation from LBM (interpolated) at the same n."""
+    lines = [f"{'n':>3} {'compute':<12} {'walls':<8} {'steps':>7} {'steady':>6} "
+             + " ".join(f"{k:>9} {'vs lbm':>8}" for k in KEYS) + f" {'MLUPS':>7}"]
+    for r in records:
+        base = next((b for b in records if b["n"] == r["n"] and b["compute"] == "lbm"
+                     and b["interpolated"]), None)
+        cells = []
+        for k in KEYS:
+            rel = "" if base is None else f"{100 * (r[k] / base[k] - 1):+.2f}%"
+            cells.append(f"{r[k]:9.5f} {rel:>8}")
+        walls = "curved" if r["interpolated"] else "stair"
+        lines.append(f"{r['n']:>3} {r['compute']:<12} {walls:<8} {r['steps']:>7} "
+                     f"{str(r['steady']):>6} " + " ".join(cells) + f" {r['mlups']:7.0f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, nargs="+", default=[20, 40])
+    parser.add_argument("--budget", type=float, default=160.0)
+    parser.add_argument("--precision", default="float64")
+    parser.add_argument("--out", default="st_curved.json")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--summary", help="print the table of a JSON written before")
+    args = parser.parse_args()
+    if args.summary:
+        with open(args.summary) as handle:
+            print(table(json.load(handle)["runs"]))
+        return
+    records = []
+    # shares ∝ n² (steps ∝ n / u_max = n², nodes ∝ n²; small grids are launch-bound)
+    weights = {n: n * n for n in args.n}
+    total = sum(weights.values()) * len(RUNS)
+    for n in args.n:
+        share = args.budget * weights[n] / total
+        for compute, interpolated in RUNS:
+            start = time.perf_counter()
+            try:
+                solver = cylinder.build(n=n, compute=compute, interpolated=interpolated,
+                                        device=args.device, precision=args.precision)
+                built = time.perf_counter()
+                while solver.stop_reason is None and time.perf_counter() - start < share:
+                    solver.run(20 * 8 * n)
+            except Exception as error:  # noqa: BLE001 - record it, run the others
+                print(json.dumps({"compute": compute, "n": n, "error": repr(error)}), flush=True)
+                continue
+            seconds = time.perf_counter() - built
+            nodes = solver.geometry.shape[0] * solver.geometry.shape[1]
+            record = {"compute": compute, "interpolated": interpolated, "n": n,
+                      "steps": int(solver.time_step), "steady": solver.stop_reason is not None,
+                      "seconds": seconds,
+                      "mlups": nodes * int(solver.time_step) / seconds / 1e6,
+                      **cylinder.schaefer_turek_measures(solver)}
+            records.append(record)
+            print(json.dumps(record), flush=True)
+            with open(args.out, "w") as handle:
+                json.dump({"published": cylinder.SCHAEFER_TUREK, "runs": records}, handle,
+                          indent=1)
+    print(table(records))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# LW-ACM curved walls (issue #18 item 2) on the device, from the repo root:
+#   bash benchmarks/device_curved.sh [tests] [st]                      (default: both)
+# tests: GPU = NumPy of both LW-ACM schemes with interpolated bodies (moving and at rest, with
+#        and without inlet/outlet), D2Q9, D3Q19 and D3Q27, fp32 and fp64, forces included
+#        (tests/test_gpu_lwacm_curved.py: 24 cases, ~1 min; cap 90 s);
+# st:    Schäfer–Turek 2D-1 at n = 20 and 40, fp64: lbm (TRT, Bouzidi), lwacm and lwacm-fused
+#        with curved walls, lwacm-fused with the staircase: c_D, c_L, dp against LBM, steps,
+#        MLUPS (budget 130 s shared ∝ n², cap 160 s; the JSON says whether each run reached
+#        steady). Earlier GPU reference, LBM TRT interpolated: c_D 5.6397 (n 20), 5.5942 (n 40).
+# Expected total: under 4 minutes (timeouts cap it at 4.5). Results in $OUT (fallback ./out):
+# curved_gpu_tests.log, st_curved.json, device_curved.log. No plot (a table); print it again
+# on a CPU:  python benchmarks/curved_st.py --summary OUT/st_curved.json
+set -o pipefail
+export PYTHONUNBUFFERED=1
+out=${OUT:-./out}; mkdir -p "$out"
+python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
+  || python3 -m pip install --no-build-isolation --no-deps -e .
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=(tests st)
+start=$SECONDS
+for part in "${parts[@]}"; do
+  echo "=== $part $(date +%T)"
+  case $part in
+    tests)
+      THELMA_REQUIRE_GPU=1 timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        tests/test_gpu_lwacm_curved.py > "$out/curved_gpu_tests.log" 2>&1
+      echo "gpu tests status $?"; tail -n 5 "$out/curved_gpu_tests.log";;
+    st)
+      timeout 160 python3 benchmarks/curved_st.py --n 20 40 --budget 130 \
+        --out "$out/st_curved.json"
+      echo "st status $?";;
+    *) echo "unknown part $part (tests, st)";;
+  esac
+done 2>&1 | tee -a "$out/device_curved.log"
+echo "=== all done in $((SECONDS - start)) s" | tee -a "$out/device_curved.log"

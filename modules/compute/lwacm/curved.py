@@ -1,0 +1,169 @@
+"""Curved walls at their exact position for both LW-ACM schemes: ghost records on the links of
+INTERPOLATED nodes (bodies declared ``interpolated=True``; LBM's are in
+:mod:`thelma_py.modules.compute.lbm.interpolated`).
+
+A link i of a fluid node x is cut by the wall at x − q c_i (``NodeTags.curved_q``, exact from
+the body's shape), the wall moving at u_w (the boundary row of the solid node x − c_i). The
+population the link brings to x is f*_i of a ghost record at x − c_i
+(:func:`.rule.curved_fstar_i`): its even part (density, momentum flux) from the halfway mirror
+(ρ(x), 2 u_w − u(x)), as bounce-back, and its odd part (the momentum through the link) from
+
+    u_g = a u_w + b u(x) + c u(x + c_i),
+
+u extrapolated along the link through the exact wall point:
+
+    q ≥ ½, x + c_i fluid:  quadratic through x + c_i, x and the wall:
+                           (a, b, c) = (2/(q(1 + q)), −2(1 − q)/q, (1 − q)/(1 + q))
+    q < ½, x + c_i fluid:  the mirror image of the point x + (1 − 2q) c_i about the wall,
+                           interpolated between x and x + c_i: (2, −2q, 2q − 1)
+    q ≥ ½, x + c_i not fluid: linear through x and the wall: (1/q, 1 − 1/q, 0)
+    q < ½, x + c_i not fluid, and links the body does not cut: halfway (2, −1, 0)
+
+(the mirror rule is Bouzidi, Firdaouss & Lallemand 2001's linear interpolation applied to u; the
+extrapolations are those of Guo, Zheng & Shi 2002 and of ghost-cell finite differences). No
+weight exceeds 8/3 in magnitude. A whole ghost record (u_g in the even part too) is as accurate
+but diverges at τ → ½ where the wall is near x − c_i (Schäfer–Turek at Re 100, n = 10): its
+momentum flux then vanishes on one side of the node. The single step takes the ghost as its
+upstream record with c_i · u_g in the odd part; the two-step scheme pulls the population, with
+ρ, u of x and x + c_i taken from their f* (ρ = Σ f*, u = Σ c f* / ((1 − κ) ρ), as its open links
+do: a node's j is updated in place by its own thread).
+
+Per link the host stores (a, b, c, u_w) (3 + D reals: :attr:`CurvedGhosts.table`, rows in
+``NodeTags.curved_nodes`` order, found by binary search in CUDA as for LBM).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm.forces import MomentumExchange
+from thelma_py.modules.compute.lbm.open_nodes import offset_nodes
+from thelma_py.modules.compute.lwacm import rule
+from thelma_py.nodes import NodeTags
+
+
+def ghost_weights(q, far_is_fluid) -> np.ndarray:
+    """(a, b, c), shape (3, n), of u_g = a u_w + b u(x) + c u(x + c_i) for wall fractions ``q``
+    (NaN: halfway) and whether x + c_i is fluid (:mod:`.curved`).
+
+    >>> ghost_weights(np.array([1.0, 0.5, 0.25, 0.5]), np.array([False, True, True, False])
+    ...               ).T.round(12).tolist()
+    [[1.0, 0.0, 0.0], [2.666666666667, -2.0, 0.333333333333], [2.0, -0.5, -0.5], [2.0, -1.0, 0.0]]
+    """
+    q = np.asarray(q, dtype=np.float64)
+    far = np.asarray(far_is_fluid, dtype=bool) & np.isfinite(q)
+    q = np.where(np.isfinite(q), q, 0.5)
+    near = q < 0.5
+    halfway = near & ~far
+    q = np.where(halfway, 0.5, q)
+    quadratic = far & ~near
+    mirror = far & near
+    a = np.select([quadratic, mirror], [2.0 / (q * (1.0 + q)), 2.0], 1.0 / q)
+    b = np.select([quadratic, mirror], [-2.0 * (1.0 - q) / q, -2.0 * q], 1.0 - 1.0 / q)
+    c = np.select([quadratic, mirror], [(1.0 - q) / (1.0 + q), 2.0 * q - 1.0], 0.0)
+    return np.stack([a, b, c])
+
+
+def node_fields(lattice: Lattice, cols, kappa) -> tuple:
+    """ρ = Σ_k f*_k and u = Σ_k c_k f*_k / ((1 − κ) ρ) of nodes whose f* are the columns of
+    ``cols`` (Q, n) (NumPy or CuPy)."""
+    rho = cols[0]
+    for k in range(1, lattice.q):
+        rho = rho + cols[k]
+    scale = 1.0 / ((1.0 - kappa) * rho)
+    u = []
+    for a in range(lattice.d):
+        total = 0.0
+        for k in range(lattice.q):
+            if lattice.c[k][a]:
+                total = total + cols[k] if lattice.c[k][a] > 0 else total - cols[k]
+        u.append(total * scale)
+    return rho, u
+
+
+class CurvedGhosts:
+    """The wall links of the INTERPOLATED nodes of ``tags``, by direction (NumPy arrays).
+
+    ``links[i]`` = (flat x, flat x + c_i, weights (3 + D, n) = (a, b, c, u_w)); ``table``
+    (n_nodes, Q − 1, 3 + D) holds the same per node (halfway rows where a link has no wall)."""
+
+    def __init__(self, lattice: Lattice, tags: NodeTags, dtype):
+        self.lattice = lattice
+        nodes = np.asarray(tags.curved_nodes, dtype=np.int64)
+        shape = tags.tags.shape
+        solid = tags.solid.reshape(-1)
+        links = tags.layout.links(tags.tags).reshape(-1)[nodes]
+        coords = np.unravel_index(nodes, shape)[::-1]
+        width = 3 + lattice.d
+        self.table = np.zeros((len(nodes), lattice.q - 1, width))
+        self.table[..., 0], self.table[..., 1] = 2.0, -1.0  # halfway: u_g = 2 u_w − u(x)
+        self.nodes = nodes
+        self.links: dict[int, tuple] = {}
+        for i in range(1, lattice.q):
+            rows = np.flatnonzero((links >> np.uint64(i - 1)) & np.uint64(1))
+            if not len(rows):
+                continue
+            c = lattice.c[i]
+            far, inside = offset_nodes([x[rows] for x in coords], c, shape, tags.periodic)
+            a, b, cw = ghost_weights(tags.curved_q[rows, i], inside & ~solid[far])
+            flat = nodes[rows]
+            window = tuple(slice(1 - ci, 1 - ci + n) for ci, n in
+                           zip(reversed(c.tolist()), shape, strict=True))
+            wall = tags.bc_table[tags.halo_bc_id[window].reshape(-1)[flat], : lattice.d].T
+            weights = np.concatenate([a[None], b[None], cw[None], wall]).astype(dtype)
+            self.table[rows, i - 1] = weights.T
+            self.links[i] = (flat, np.where(cw != 0, far, flat), weights)
+        self.table = self.table.astype(dtype)
+
+    def __bool__(self) -> bool:
+        return bool(self.links)
+
+    def ghosts(self, i: int, rho, u: list):
+        """(flat x, ρ_g, u_m, u_g) of direction i's links (:func:`.rule.curved_ghost`) from
+        the flat node fields ``rho`` (N), ``u`` (D arrays of N)."""
+        flat, far, w = self.links[i]
+        return (flat, *rule.curved_ghost(rho[flat], [ua[flat] for ua in u],
+                                         [ua[far] for ua in u], list(w)))
+
+
+class LwacmExchange(MomentumExchange):
+    """Momentum exchange of an LW-ACM engine: a link of an interpolated body gives
+    −c_i (f*_ī(x) + f_i) with f_i the population of :func:`.rule.curved_fstar_i` (what the
+    node sends into the wall and what comes back, in both schemes), the other wall links as
+    :class:`~thelma_py.modules.compute.lbm.forces.MomentumExchange`."""
+
+    def __init__(self, lattice: Lattice, tags: NodeTags, wall_tags: NodeTags, dtype,
+                 kappa: float, xp=np, owned=None):
+        """``tags``: the geometry's; ``wall_tags``: with the rows the moving-wall term of the
+        other wall links takes (LW-ACM's are scaled, ``force_tags``)."""
+        super().__init__(lattice, wall_tags, dtype, xp, owned)
+        self.kappa = kappa
+        ghosts = CurvedGhosts(lattice, tags, dtype)
+        for body, rows in self.curved.items():
+            mine = []
+            for i, index, _, _, _ in rows:
+                flat, far, w = ghosts.links[i]
+                at = np.searchsorted(flat, _host(index))
+                mine.append((i, index, xp.asarray(far[at]), xp.asarray(w[:, at]), None))
+            self.curved[body] = mine
+
+    def curved_return(self, flat, i: int, index, nxt, w, term):
+        """f*_i(ρ_g, u_g) of the links ``index`` (their far nodes ``nxt``) from f* (Q, N)."""
+        rho, u = node_fields(self.lattice, flat[:, index], self.kappa)
+        _, u_far = node_fields(self.lattice, flat[:, nxt], self.kappa)
+        rho_g, u_m, u_g = rule.curved_ghost(rho, u, u_far, list(w))
+        return rule.curved_fstar_i(self.lattice, i, rho_g, u_m, u_g, self.kappa)
+
+
+def _host(array) -> np.ndarray:
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+class CurvedExchange:
+    """What an LW-ACM engine (NumPy or CUDA) gives the ``forces`` plug-in: its momentum
+    exchange, wall rows scaled by 1 − κ (``force_tags``) and the ghosts of curved links."""
+
+    def momentum_exchange(self, owned=None) -> LwacmExchange:
+        return LwacmExchange(self.lattice, self.tags, self.force_tags, self.dtype,
+                             self.params.kappa, self.backend.xp, owned)

@@ -59,8 +59,21 @@ SPHERE_SCHEMES = {
     "cumulant": ("D3Q27", {"collision": "cumulant"}),
     "bgk-les": ("D3Q19", {"collision": "bgk", "les": SMAGORINSKY}),
     "trt": ("D3Q19", {"collision": "trt"}),
+    "mrt": ("D3Q19", {"collision": "mrt"}),
+    "bgk": ("D3Q19", {"collision": "bgk"}),
+    "mrt-les": ("D3Q19", {"collision": "mrt", "les": SMAGORINSKY}),
+    # LW-ACM takes no interpolated bodies: a staircase sphere
+    "lwacm": ("D3Q19", {"compute": "lwacm", "interpolated": False}),
+    "lwacm-fused": ("D3Q19", {"compute": "lwacm-fused", "interpolated": False}),
+    "mrt-staircase": ("D3Q19", {"collision": "mrt", "interpolated": False}),
 }
 SPHERE_REFERENCE = {
+    20: {"c_D": 24 / 20 * (1 + 0.15 * 20**0.687), "St": None,
+         "source": "Schiller & Naumann (1933) correlation 24/Re (1 + 0.15 Re^0.687), steady"},
+    100: {"c_D": 1.087, "St": None,
+          "source": "Johnson & Patel (1999), J. Fluid Mech. 378, 19-70, steady axisymmetric"},
+    300: {"c_D": 0.656, "St": 0.137,
+          "source": "Johnson & Patel (1999), J. Fluid Mech. 378, 19-70, periodic shedding"},
     3700: {"c_D": 0.394, "St": 0.215,
            "source": "Rodríguez, Borell, Lehmkuhl, Pérez Segarra & Oliva (2011), J. Fluid "
                      "Mech. 679, 263-287, DNS"},
@@ -287,7 +300,8 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
         diverged = float(series["step"][np.argmin(finite)] * u / d)
     measures = sphere_wake.wake_measures(series, d, u, transient)
     ref = SPHERE_REFERENCE.get(int(reynolds))
-    errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")} if ref else {}
+    errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")
+              if ref and ref[k]}
     return {"reynolds": reynolds, "scheme": scheme, "lattice": lattice,
             "params": json.loads(json.dumps(params)), "d": d, "u": u,
             "shape": solver.geometry.shape, "blockage": sphere_wake.blockage(
@@ -306,7 +320,7 @@ def _write(out: Path, name: str, data) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("part", choices=("tgv", "channel", "channel-summary", "sphere3700",
-                                         "sphere10000"))
+                                         "sphere10000", "sphere"))
     parser.add_argument("--out", type=Path, default=Path("out"))
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="float32")
@@ -323,6 +337,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-seconds", type=float, default=None,
                         help="channel: end each run after this long, keeping its samples")
     parser.add_argument("--d", type=int, default=32, help="sphere: diameter in nodes")
+    parser.add_argument("--reynolds", type=float, default=300.0, help="sphere: Re")
+    parser.add_argument("--u", type=float, default=0.05, help="sphere: lattice velocity")
+    parser.add_argument("--box", default=None,
+                        help="sphere: length,width,upstream in d (default 15,7,4)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
@@ -357,16 +375,20 @@ def main(argv: list[str] | None = None) -> None:
             _write(args.out, f"flows_channel{args.tag}", {"runs": runs})
             print(_channel_line(r), flush=True)
         return
-    reynolds = 3700.0 if args.part == "sphere3700" else 10000.0
+    reynolds = {"sphere3700": 3700.0, "sphere10000": 10000.0}.get(args.part, args.reynolds)
+    box = {} if args.box is None else dict(zip(("length", "width", "upstream"),
+                                              (float(v) for v in args.box.split(",")),
+                                              strict=True))
+    name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"
     runs = []
     for scheme in (args.schemes or "cumulant").split(","):
         try:
-            r = sphere_run(reynolds, scheme, d=args.d, **times, **common)
+            r = sphere_run(reynolds, scheme, d=args.d, u=args.u, **box, **times, **common)
         except Exception as error:  # noqa: BLE001
             r = {"scheme": scheme, "reynolds": reynolds,
                  "error": f"{type(error).__name__}: {error}"}
         runs.append(r)
-        _write(args.out, f"flows_{args.part}{args.tag}", {"runs": runs})
+        _write(args.out, f"flows_{name}{args.tag}", {"runs": runs})
         print(_sphere_line(r), flush=True)
 
 

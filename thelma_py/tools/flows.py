@@ -304,6 +304,7 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
               if ref and ref[k]}
     return {"reynolds": reynolds, "scheme": scheme, "lattice": lattice,
             "params": json.loads(json.dumps(params)), "d": d, "u": u,
+            "options": json.loads(json.dumps(build)), "nu": u * d / reynolds,
             "shape": solver.geometry.shape, "blockage": sphere_wake.blockage(
                 build.get("width", 7.0)), "precision": precision, "steps": solver.time_step,
             "mlups": solver.mlups, "wall_seconds": time.perf_counter() - start,
@@ -339,6 +340,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--d", type=int, default=32, help="sphere: diameter in nodes")
     parser.add_argument("--reynolds", type=float, default=300.0, help="sphere: Re")
     parser.add_argument("--u", type=float, default=0.05, help="sphere: lattice velocity")
+    parser.add_argument("--kick", type=float, default=0.0,
+                        help="sphere: side velocity behind the sphere at the start, in U")
     parser.add_argument("--box", default=None,
                         help="sphere: length,width,upstream in d (default 15,7,4)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
@@ -383,7 +386,8 @@ def main(argv: list[str] | None = None) -> None:
     runs = []
     for scheme in (args.schemes or "cumulant").split(","):
         try:
-            r = sphere_run(reynolds, scheme, d=args.d, u=args.u, **box, **times, **common)
+            r = sphere_run(reynolds, scheme, d=args.d, u=args.u, kick=args.kick, **box,
+                           **times, **common)
         except Exception as error:  # noqa: BLE001
             r = {"scheme": scheme, "reynolds": reynolds,
                  "error": f"{type(error).__name__}: {error}"}

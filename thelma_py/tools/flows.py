@@ -1,8 +1,9 @@
 """Turbulent validation runs (issue #17): the 3D Taylor-Green vortex at Re = 1600 for every
 scheme with LES and the cumulant model, the channel at Re_τ = 180 and the sphere at Re = 3700
-and 10 000 (and at any Re: part ``sphere --reynolds``, with LBM or LW-ACM schemes). Each run returns a JSON-ready dict; ``python -m thelma_py.tools.flows PART --out
-DIR`` writes one file per part (``benchmarks/device_flows.sh`` runs them on a GPU) and
-``benchmarks/flows_plot.py`` draws the pages of docs/validation/ from them.
+and 10 000 (and at any Re: part ``sphere --reynolds``, with LBM or LW-ACM schemes). Each run
+returns a JSON-ready dict; ``python -m thelma_py.tools.flows PART --out DIR`` writes one file
+per part (``benchmarks/device_flows.sh`` runs them on a GPU) and ``benchmarks/flows_plot.py``
+draws the pages of docs/validation/ from them.
 
 The collision model, the LES, the lattice, the compute plug-in and the precision are plain
 parameters passed through to the plug-ins: the tables below name the combinations the

@@ -27,10 +27,11 @@ def main() -> None:
         if "error" in r:
             print(f"| {r['reynolds']:g} | {r['scheme']} | | not built: {r['error']} |||||")
             continue
-        ref = r.get("reference") or {}
+        ref = {k: f"{v:.3f}" if v else "—" for k, v in (r.get("reference") or {}).items()
+               if k in ("c_D", "St")}
         print(f"| {r['reynolds']:g} | {r['scheme']} | {r['d']} | {r['c_D']:.3f} | "
-              f"{ref.get('c_D') or '—'} | {r['St']:.3f} ± {r['resolution'] / 2:.3f} | "
-              f"{ref.get('St') or '—'} | {r['mlups']:.0f} | {r['diverged_at']} |")
+              f"{ref.get('c_D', '—')} | {r['St']:.3f} ± {r['resolution'] / 2:.3f} | "
+              f"{ref.get('St', '—')} | {r['mlups']:.0f} | {r['diverged_at']} |")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,6 +47,11 @@ def main() -> None:
         ax.plot(t, s["c_D"], label="c_D")
         ax.plot(t, s["c_y"], lw=0.7, label="c_y")
         ax.plot(t, s["c_z"], lw=0.7, label="c_z")
+        late = [v for name in ("c_D", "c_y", "c_z") for tv, v in zip(t, s[name], strict=True)
+                if tv > 2 and v == v]  # after the start's spike; NaN left out
+        if late:
+            span = max(late) - min(late)
+            ax.set_ylim(min(late) - 0.1 * span - 0.05, max(late) + 0.1 * span + 0.05)
         ax.set(title=f"Re {r['reynolds']:g} {r['scheme']} d={r['d']}", xlabel="t U / d")
         ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()

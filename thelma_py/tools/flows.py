@@ -60,6 +60,7 @@ SPHERE_SCHEMES = {
     "cumulant": ("D3Q27", {"collision": "cumulant"}),
     "bgk-les": ("D3Q19", {"collision": "bgk", "les": SMAGORINSKY}),
     "trt": ("D3Q19", {"collision": "trt"}),
+    "trt-staircase": ("D3Q19", {"collision": "trt", "interpolated": False}),
     "mrt": ("D3Q19", {"collision": "mrt"}),
     "bgk": ("D3Q19", {"collision": "bgk"}),
     "mrt-les": ("D3Q19", {"collision": "mrt", "les": SMAGORINSKY}),
@@ -279,10 +280,11 @@ def channel_summary(runs: list[dict]) -> str:
 # -- sphere ------------------------------------------------------------------------------------
 def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: float = 0.05,
                transient: float = 25.0, average: float = 50.0, precision: str = "float32",
-               device: str = "auto", **build) -> dict:
+               device: str = "auto", max_seconds: float | None = None, **build) -> dict:
     """The sphere of :mod:`thelma_py.cases.sphere_wake` at ``reynolds`` for ``transient`` +
     ``average`` convective times d / U; mean c_D and St over the last ``average`` (NaN, with
-    ``diverged_at`` in d/U, if the run diverged)."""
+    ``diverged_at`` in d/U, if the run diverged). ``max_seconds`` ends the run early (at a
+    whole d/U), measuring over what came after ``transient`` (``stopped_at``, in d/U)."""
     lattice, params = SPHERE_SCHEMES[scheme]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # τ near ½: the subgrid model or cumulants handle it
@@ -290,9 +292,14 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
                                    precision=precision, **params, **build)
     total = round((transient + average) * d / u)
     start = time.perf_counter()
-    diverged = None
+    diverged = stopped = None
+    chunk = total if max_seconds is None else max(1, round(d / u))
     try:
-        solver.run(total)
+        while solver.time_step < total:
+            if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                stopped = solver.time_step * u / d
+                break
+            solver.run(min(chunk, total - solver.time_step))
     except tp.DivergenceError:
         diverged = solver.time_step * u / d
     series = sphere_wake.force_series(solver)
@@ -309,8 +316,8 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
             "shape": solver.geometry.shape, "blockage": sphere_wake.blockage(
                 build.get("width", 7.0)), "precision": precision, "steps": solver.time_step,
             "mlups": solver.mlups, "wall_seconds": time.perf_counter() - start,
-            "diverged_at": diverged, **measures, **errors, "reference": ref,
-            "series": {k: v.tolist() for k, v in series.items()}}
+            "diverged_at": diverged, "stopped_at": stopped, **measures, **errors,
+            "reference": ref, "series": {k: v.tolist() for k, v in series.items()}}
 
 
 # -- command line ------------------------------------------------------------------------------
@@ -337,7 +344,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--average", type=float, default=None,
                         help="channel: eddy turnovers; sphere: d/U of averaging")
     parser.add_argument("--max-seconds", type=float, default=None,
-                        help="channel: end each run after this long, keeping its samples")
+                        help="channel, sphere: end each run after this long, keeping its "
+                             "samples")
     parser.add_argument("--d", type=int, default=32, help="sphere: diameter in nodes")
     parser.add_argument("--reynolds", type=float, default=300.0, help="sphere: Re")
     parser.add_argument("--u", type=float, default=0.05, help="sphere: lattice velocity")
@@ -388,7 +396,7 @@ def main(argv: list[str] | None = None) -> None:
     for scheme in (args.schemes or "cumulant").split(","):
         try:
             r = sphere_run(reynolds, scheme, d=args.d, u=args.u, kick=args.kick, **box,
-                           **times, **common)
+                           max_seconds=args.max_seconds, **times, **common)
         except Exception as error:  # noqa: BLE001
             r = {"scheme": scheme, "reynolds": reynolds,
                  "error": f"{type(error).__name__}: {error}"}
@@ -439,7 +447,9 @@ def _sphere_line(r: dict) -> str:
     ref = r["reference"] or {}
     return (f"sphere Re={r['reynolds']:g} {r['scheme']} d={r['d']}: c_D = {r['c_D']:.3f} "
             f"(ref {ref.get('c_D')}), St = {r['St']:.3f} ± {r['resolution'] / 2:.3f} (ref "
-            f"{ref.get('St')}); {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s")
+            f"{ref.get('St')}); {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s"
+            + (f", stopped at {r['stopped_at']:.1f} d/U" if r.get("stopped_at") else "")
+            + (f", DIVERGED at {r['diverged_at']:.1f} d/U" if r.get("diverged_at") else ""))
 
 
 if __name__ == "__main__":

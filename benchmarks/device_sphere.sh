@@ -14,7 +14,8 @@
 #    grow from round-off; c_D, St over the last 60 d/U (Johnson & Patel: 0.656, 0.137). Then
 #    MRT at d = 16 over 50 + 100 d/U (~20 s): the resolution's effect and a longer record.
 # 3. Re 3700, cumulant D3Q27, d = 32 (480 x 224 x 224 = 24 M nodes), 8 + 16 d/U (15 360
-#    steps, ~60 s); Rodriguez et al. 2011: c_D 0.394, St 0.215. (Re 10 000 does not fit.)
+#    steps, ~60 s), with the side kick (a symmetric fp64 start at d = 6 kept c_y = 0 to 1e-14
+#    for 8 d/U); Rodriguez et al. 2011: c_D 0.394, St 0.215. (Re 10 000 does not fit.)
 # Results: $OUT/flows_sphere<Re>*.json, the printed lines in $OUT/sphere_summary.txt. Plot and
 # table on the CPU afterwards: python benchmarks/sphere_plot.py $OUT
 set -o pipefail
@@ -31,7 +32,7 @@ timeout 130 flows sphere --reynolds 300 --d 24 --schemes mrt,trt --kick 0.2 --tr
   --average 60 --max-seconds 55
 timeout 40 flows sphere --reynolds 300 --d 16 --schemes mrt --kick 0.2 --transient 50 \
   --average 100 --max-seconds 25 --tag _d16
-timeout 90 flows sphere3700 --d 32 --schemes cumulant --transient 8 --average 16 \
+timeout 90 flows sphere3700 --d 32 --schemes cumulant --kick 0.2 --transient 8 --average 16 \
   --max-seconds 70
 } 2>&1 | grep -v Warning | tee "$out/sphere_summary.txt"
 echo "summary: $out/sphere_summary.txt; JSON $out/flows_sphere*.json"

@@ -1,10 +1,12 @@
 """Flow past a sphere in a square channel (D3Q19): drag from the momentum exchange.
 
-Uniform Zou-He velocity inlet on −x, Zou-He pressure outlet on +x, free-slip side walls (so the
-channel only blocks the flow, without boundary layers), a sphere of diameter ``d`` nodes at
-rest. Re = U d / ν. The report gives c_D = 2 F / (ρ U² π d²/4) and, for comparison, the
-Schiller-Naumann correlation 24/Re (1 + 0.15 Re^0.687) for an unbounded sphere (the channel's
-blockage raises the measured value).
+Uniform velocity inlet on −x, pressure outlet on +x (equilibrium faces by default, ``inlet``,
+``outlet``: 'equilibrium' or 'zou-he'; Zou-He faces grow disturbances at τ below 0.54 and 0.52,
+docs/DESIGN.md), free-slip side walls (so the channel only blocks the flow, without boundary
+layers), a sphere of diameter ``d`` nodes at rest. Re = U d / ν. The report gives
+c_D = 2 F / (ρ U² π d²/4) and, for comparison, the Schiller-Naumann correlation
+24/Re (1 + 0.15 Re^0.687) for an unbounded sphere (the channel's blockage raises the measured
+value).
 
 Run::
 
@@ -31,14 +33,16 @@ __all__ = ["BODY_ID", "DEFAULT_STEPS", "SPHERE_ID", "build", "channel", "drag_co
            "report"]
 
 
-def channel(size: int, u: float, body: Shape, interpolated: bool) -> Geometry:
-    """A channel of 10 x 4 x 4 ``size`` nodes: inlet at speed ``u`` on −x, outlet ρ = 1 on +x,
-    free-slip side walls, and ``body`` (boundary id :data:`BODY_ID`)."""
+def channel(size: int, u: float, body: Shape, interpolated: bool, inlet: str = "equilibrium",
+            outlet: str = "equilibrium") -> Geometry:
+    """A channel of 10 x 4 x 4 ``size`` nodes: inlet at speed ``u`` on −x, outlet ρ = 1 on +x
+    (of the kinds ``inlet``, ``outlet``), free-slip side walls, and ``body`` (boundary id
+    :data:`BODY_ID`)."""
     geometry = Geometry((10 * size, 4 * size, 4 * size))
     for face in ("-y", "+y", "-z", "+z"):
         geometry.free_slip(face)
-    geometry.inlet("-x", velocity=(u, 0.0, 0.0))
-    geometry.outlet("+x", rho=1.0)
+    geometry.inlet("-x", velocity=(u, 0.0, 0.0), kind=inlet)
+    geometry.outlet("+x", rho=1.0, kind=outlet)
     body_id = geometry.body(body, interpolated=interpolated)
     assert body_id == BODY_ID
     return geometry
@@ -46,14 +50,15 @@ def channel(size: int, u: float, body: Shape, interpolated: bool) -> Geometry:
 
 def build(*, d: int = 10, reynolds: float = 20.0, u: float = 0.05, collision: str = "trt",
           interpolated: bool = True, results: Sequence = (), device: str = "auto",
-          precision: str = "float64") -> tp.Solver:
+          precision: str = "float64", inlet: str = "equilibrium",
+          outlet: str = "equilibrium") -> tp.Solver:
     """Channel of 10 d x 4 d x 4 d nodes, sphere centred 3 d behind the inlet (interpolated
     bounce-back at its exact surface unless ``interpolated`` is False: halfway staircase);
     ``results`` are added to the run."""
     nu = u * d / reynolds
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
     sphere = tp.geometry.Sphere((3 * d, 2 * d - 0.5, 2 * d - 0.5), d / 2)
-    geometry = channel(d, u, sphere, interpolated)
+    geometry = channel(d, u, sphere, interpolated, inlet, outlet)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
     return tp.compose("D3Q19", geometry, tp.plugin("compute", "lbm", nu=nu, collision=collision),
                       init=init, results=list(results), device=device, precision=precision)

@@ -1,12 +1,15 @@
 """Flow past a sphere in the subcritical regime (Re = 3700, 10 000): mean drag and the
 shedding Strouhal number, against DNS and LES of the literature (docs/validation/flows.md).
 
-A sphere of diameter ``d`` nodes, centred ``upstream`` d behind a uniform Zou-He velocity
-inlet (−x), in a box of ``length`` d × ``width`` d × ``width`` d with a Zou-He pressure outlet
-(+x) and periodic sides: a square array of spheres ``width`` d apart, as free-slip sides
+A sphere of diameter ``d`` nodes, centred ``upstream`` d behind a uniform velocity inlet (−x),
+in a box of ``length`` d × ``width`` d × ``width`` d with a pressure outlet (+x) and periodic
+sides: a square array of spheres ``width`` d apart, as free-slip sides
 would be (their mirror images are the same array); the blockage π/4 / width² is 1.6 % at
 width 7. (Periodic sides also keep clear of the inlet's edges with free-slip faces, where LBM
-MRT grows unstable even at Re = 20: seen on this branch, not fixed here.) The sphere's
+MRT grows unstable even at Re = 20: seen on this branch, not fixed here.) Both open faces
+are equilibrium faces by default (``inlet``, ``outlet``: 'equilibrium' or 'zou-he'): Zou-He
+faces grow disturbances at τ below 0.54 (inlet) and 0.52 (outlet), which made every run at
+Re ≥ 100 blow up at the inlet plane within ~2 d/U (docs/DESIGN.md). The sphere's
 surface is interpolated bounce-back (exact link distances). At these Reynolds numbers the
 relaxation time is within 10⁻³ of ½: the run needs an LES (``les='smagorinsky'``) or the
 cumulant model (D3Q27), passed through to the compute plug-in as plain parameters.
@@ -50,28 +53,47 @@ def blockage(width: float) -> float:
 def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: float = 15.0,
           width: float = 7.0, upstream: float = 4.0, collision: str = "mrt",
           les: str | dict | None = None, lattice: str = "D3Q19", results: Sequence = (),
-          device: str = "auto",
-          precision: str = "float64") -> tp.Solver:
+          device: str = "auto", precision: str = "float64", inlet: str = "equilibrium",
+          outlet: str = "equilibrium", compute: str = "lbm",
+          interpolated: bool = True, kick: float = 0.0) -> tp.Solver:
     """The sphere channel (module docstring) at ``reynolds`` = U d / ν; ``collision``, ``les``
-    and ``lattice`` go to the LBM plug-in as given (cumulant: lattice D3Q27)."""
+    and ``lattice`` go to the compute plug-in as given (cumulant: lattice D3Q27; ``compute``
+    'lwacm' or 'lwacm-fused' takes no collision); ``inlet`` and ``outlet`` are the kinds of
+    the open faces; ``interpolated`` False gives a staircase sphere (what LW-ACM takes).
+    ``kick`` > 0 starts the flow with a side velocity (``kick`` U along y, ½ ``kick`` U along
+    z) in the slab 0.5 d to 3 d behind the sphere's centre, so that an asymmetric wake does
+    not have to grow from round-off (Re > 210); it is swept out within a few d/U."""
     nu = u * d / reynolds
     tp.units.check_mach(u)
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
     shape = (round(length * d), round(width * d), round(width * d))
     geometry = tp.geometry.Geometry(shape, periodic=(False, True, True))
-    geometry.inlet("-x", velocity=(u, 0.0, 0.0))
-    geometry.outlet("+x", rho=1.0)
+    geometry.inlet("-x", velocity=(u, 0.0, 0.0), kind=inlet)
+    geometry.outlet("+x", rho=1.0, kind=outlet)
     centre = (upstream * d, shape[1] / 2 - 0.5, shape[2] / 2 - 0.5)
-    body = geometry.body(tp.geometry.Sphere(centre, d / 2), interpolated=True)
+    body = geometry.body(tp.geometry.Sphere(centre, d / 2), interpolated=interpolated)
     assert body == BODY_ID
     every = max(1, round(d / (16 * u)))
     history = tp.plugin("results", "forces", every=every, bodies=[BODY_ID], velocity=u,
                         area=math.pi * d * d / 4)
     extra = {"les": les} if les is not None else {}
-    compute = tp.plugin("compute", "lbm", nu=nu, collision=collision, **extra)
-    init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
-    return tp.compose(lattice, geometry, compute, init=init, results=[history, *results],
+    if compute == "lbm":
+        extra["collision"] = collision
+    plugin = tp.plugin("compute", compute, nu=nu, **extra)
+    init = tp.plugin("init", "equilibrium", rho=1.0, u=_start(u, kick, centre[0], d))
+    return tp.compose(lattice, geometry, plugin, init=init, results=[history, *results],
                       device=device, precision=precision)
+
+
+def _start(u: float, kick: float, x0: float, d: float):
+    """The initial velocity: uniform U, with the side ``kick`` of :func:`build` if any."""
+    if kick == 0.0:
+        return (u, 0.0, 0.0)
+
+    def field(x, y, z):
+        side = kick * u * ((x >= x0 + 0.5 * d) & (x <= x0 + 3.0 * d)) + 0.0 * (y + z)
+        return (u + 0.0 * side, side, 0.5 * side)
+    return field
 
 
 # -- measures ----------------------------------------------------------------------------------

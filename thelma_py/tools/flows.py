@@ -1,8 +1,9 @@
 """Turbulent validation runs (issue #17): the 3D Taylor-Green vortex at Re = 1600 for every
 scheme with LES and the cumulant model, the channel at Re_τ = 180 and the sphere at Re = 3700
-and 10 000. Each run returns a JSON-ready dict; ``python -m thelma_py.tools.flows PART --out
-DIR`` writes one file per part (``benchmarks/device_flows.sh`` runs them on a GPU) and
-``benchmarks/flows_plot.py`` draws the pages of docs/validation/ from them.
+and 10 000 (and at any Re: part ``sphere --reynolds``, with LBM or LW-ACM schemes). Each run
+returns a JSON-ready dict; ``python -m thelma_py.tools.flows PART --out DIR`` writes one file
+per part (``benchmarks/device_flows.sh`` runs them on a GPU) and ``benchmarks/flows_plot.py``
+draws the pages of docs/validation/ from them.
 
 The collision model, the LES, the lattice, the compute plug-in and the precision are plain
 parameters passed through to the plug-ins: the tables below name the combinations the
@@ -59,8 +60,22 @@ SPHERE_SCHEMES = {
     "cumulant": ("D3Q27", {"collision": "cumulant"}),
     "bgk-les": ("D3Q19", {"collision": "bgk", "les": SMAGORINSKY}),
     "trt": ("D3Q19", {"collision": "trt"}),
+    "trt-staircase": ("D3Q19", {"collision": "trt", "interpolated": False}),
+    "mrt": ("D3Q19", {"collision": "mrt"}),
+    "bgk": ("D3Q19", {"collision": "bgk"}),
+    "mrt-les": ("D3Q19", {"collision": "mrt", "les": SMAGORINSKY}),
+    # LW-ACM takes no interpolated bodies: a staircase sphere
+    "lwacm": ("D3Q19", {"compute": "lwacm", "interpolated": False}),
+    "lwacm-fused": ("D3Q19", {"compute": "lwacm-fused", "interpolated": False}),
+    "mrt-staircase": ("D3Q19", {"collision": "mrt", "interpolated": False}),
 }
 SPHERE_REFERENCE = {
+    20: {"c_D": 24 / 20 * (1 + 0.15 * 20**0.687), "St": None,
+         "source": "Schiller & Naumann (1933) correlation 24/Re (1 + 0.15 Re^0.687), steady"},
+    100: {"c_D": 1.087, "St": None,
+          "source": "Johnson & Patel (1999), J. Fluid Mech. 378, 19-70, steady axisymmetric"},
+    300: {"c_D": 0.656, "St": 0.137,
+          "source": "Johnson & Patel (1999), J. Fluid Mech. 378, 19-70, periodic shedding"},
     3700: {"c_D": 0.394, "St": 0.215,
            "source": "Rodríguez, Borell, Lehmkuhl, Pérez Segarra & Oliva (2011), J. Fluid "
                      "Mech. 679, 263-287, DNS"},
@@ -265,10 +280,11 @@ def channel_summary(runs: list[dict]) -> str:
 # -- sphere ------------------------------------------------------------------------------------
 def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: float = 0.05,
                transient: float = 25.0, average: float = 50.0, precision: str = "float32",
-               device: str = "auto", **build) -> dict:
+               device: str = "auto", max_seconds: float | None = None, **build) -> dict:
     """The sphere of :mod:`thelma_py.cases.sphere_wake` at ``reynolds`` for ``transient`` +
     ``average`` convective times d / U; mean c_D and St over the last ``average`` (NaN, with
-    ``diverged_at`` in d/U, if the run diverged)."""
+    ``diverged_at`` in d/U, if the run diverged). ``max_seconds`` ends the run early (at a
+    whole d/U), measuring over what came after ``transient`` (``stopped_at``, in d/U)."""
     lattice, params = SPHERE_SCHEMES[scheme]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # τ near ½: the subgrid model or cumulants handle it
@@ -276,9 +292,14 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
                                    precision=precision, **params, **build)
     total = round((transient + average) * d / u)
     start = time.perf_counter()
-    diverged = None
+    diverged = stopped = None
+    chunk = total if max_seconds is None else max(1, round(d / u))
     try:
-        solver.run(total)
+        while solver.time_step < total:
+            if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                stopped = solver.time_step * u / d
+                break
+            solver.run(min(chunk, total - solver.time_step))
     except tp.DivergenceError:
         diverged = solver.time_step * u / d
     series = sphere_wake.force_series(solver)
@@ -287,14 +308,16 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
         diverged = float(series["step"][np.argmin(finite)] * u / d)
     measures = sphere_wake.wake_measures(series, d, u, transient)
     ref = SPHERE_REFERENCE.get(int(reynolds))
-    errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")} if ref else {}
+    errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")
+              if ref and ref[k]}
     return {"reynolds": reynolds, "scheme": scheme, "lattice": lattice,
             "params": json.loads(json.dumps(params)), "d": d, "u": u,
+            "options": json.loads(json.dumps(build)), "nu": u * d / reynolds,
             "shape": solver.geometry.shape, "blockage": sphere_wake.blockage(
                 build.get("width", 7.0)), "precision": precision, "steps": solver.time_step,
             "mlups": solver.mlups, "wall_seconds": time.perf_counter() - start,
-            "diverged_at": diverged, **measures, **errors, "reference": ref,
-            "series": {k: v.tolist() for k, v in series.items()}}
+            "diverged_at": diverged, "stopped_at": stopped, **measures, **errors,
+            "reference": ref, "series": {k: v.tolist() for k, v in series.items()}}
 
 
 # -- command line ------------------------------------------------------------------------------
@@ -306,7 +329,7 @@ def _write(out: Path, name: str, data) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("part", choices=("tgv", "channel", "channel-summary", "sphere3700",
-                                         "sphere10000"))
+                                         "sphere10000", "sphere"))
     parser.add_argument("--out", type=Path, default=Path("out"))
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="float32")
@@ -321,8 +344,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--average", type=float, default=None,
                         help="channel: eddy turnovers; sphere: d/U of averaging")
     parser.add_argument("--max-seconds", type=float, default=None,
-                        help="channel: end each run after this long, keeping its samples")
+                        help="channel, sphere: end each run after this long, keeping its "
+                             "samples")
     parser.add_argument("--d", type=int, default=32, help="sphere: diameter in nodes")
+    parser.add_argument("--reynolds", type=float, default=300.0, help="sphere: Re")
+    parser.add_argument("--u", type=float, default=0.05, help="sphere: lattice velocity")
+    parser.add_argument("--kick", type=float, default=0.0,
+                        help="sphere: side velocity behind the sphere at the start, in U")
+    parser.add_argument("--box", default=None,
+                        help="sphere: length,width,upstream in d (default 15,7,4)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
@@ -357,16 +387,21 @@ def main(argv: list[str] | None = None) -> None:
             _write(args.out, f"flows_channel{args.tag}", {"runs": runs})
             print(_channel_line(r), flush=True)
         return
-    reynolds = 3700.0 if args.part == "sphere3700" else 10000.0
+    reynolds = {"sphere3700": 3700.0, "sphere10000": 10000.0}.get(args.part, args.reynolds)
+    box = {} if args.box is None else dict(zip(("length", "width", "upstream"),
+                                              (float(v) for v in args.box.split(",")),
+                                              strict=True))
+    name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"
     runs = []
     for scheme in (args.schemes or "cumulant").split(","):
         try:
-            r = sphere_run(reynolds, scheme, d=args.d, **times, **common)
+            r = sphere_run(reynolds, scheme, d=args.d, u=args.u, kick=args.kick, **box,
+                           max_seconds=args.max_seconds, **times, **common)
         except Exception as error:  # noqa: BLE001
             r = {"scheme": scheme, "reynolds": reynolds,
                  "error": f"{type(error).__name__}: {error}"}
         runs.append(r)
-        _write(args.out, f"flows_{args.part}{args.tag}", {"runs": runs})
+        _write(args.out, f"flows_{name}{args.tag}", {"runs": runs})
         print(_sphere_line(r), flush=True)
 
 
@@ -412,7 +447,9 @@ def _sphere_line(r: dict) -> str:
     ref = r["reference"] or {}
     return (f"sphere Re={r['reynolds']:g} {r['scheme']} d={r['d']}: c_D = {r['c_D']:.3f} "
             f"(ref {ref.get('c_D')}), St = {r['St']:.3f} ± {r['resolution'] / 2:.3f} (ref "
-            f"{ref.get('St')}); {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s")
+            f"{ref.get('St')}); {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s"
+            + (f", stopped at {r['stopped_at']:.1f} d/U" if r.get("stopped_at") else "")
+            + (f", DIVERGED at {r['diverged_at']:.1f} d/U" if r.get("diverged_at") else ""))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ code (:mod:`.collision`) for the GPU.
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import attrs
 import numpy as np
@@ -18,7 +19,7 @@ from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine, check_memory, node_blocks
 from thelma_py.compute_params import check_nu, force_tuple
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm.boundaries import refusal
+from thelma_py.modules.compute.lbm.boundaries import instability, refusal
 from thelma_py.modules.compute.lbm.collision import (
     CollisionModel,
     Relaxation,
@@ -184,6 +185,9 @@ class Lbm(RelaxationTime):
             reason = refusal(kind, streaming=self.streaming, storage=self.storage)
             if reason:
                 raise ValueError(reason)
+            unstable = instability(kind, self.tau)
+            if unstable:
+                warnings.warn(unstable, stacklevel=2)
         if len(tags.curved_nodes) and self.streaming != "pull":
             raise ValueError("interpolated bodies read the post-collision populations of two "
                              "nodes per link, which only the pull scheme holds; use "

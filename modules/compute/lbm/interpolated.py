@@ -54,6 +54,29 @@ def interpolated_bounce(w, f_bar, f_bar_next, f_i, term=0.0):
     return value + (w[0] + w[1]) * term
 
 
+def cut_links(lattice: Lattice, tags: NodeTags):
+    """The wall links of the INTERPOLATED nodes (``NodeTags.curved_nodes``), by direction:
+    yields (i, rows into that node list, flat x, flat x + c_i, whether x + c_i is fluid, wall
+    rows of ``tags.bc_table`` (n, 4), cut fractions q); LBM's Bouzidi links and LW-ACM's curved
+    ghosts weigh them their own way."""
+    nodes = np.asarray(tags.curved_nodes, dtype=np.int64)
+    shape = tags.tags.shape
+    solid = tags.solid.reshape(-1)
+    links = tags.layout.links(tags.tags).reshape(-1)[nodes]
+    coords = np.unravel_index(nodes, shape)[::-1]  # x, y[, z]
+    for i in range(1, lattice.q):
+        rows = np.flatnonzero((links >> np.uint64(i - 1)) & np.uint64(1))
+        if not len(rows):
+            continue
+        c = lattice.c[i]
+        far, inside = offset_nodes([x[rows] for x in coords], c, shape, tags.periodic)
+        flat = nodes[rows]
+        window = tuple(slice(1 - ci, 1 - ci + n) for ci, n in
+                       zip(reversed(c.tolist()), shape, strict=True))
+        wall = tags.bc_table[tags.halo_bc_id[window].reshape(-1)[flat]]
+        yield i, rows, flat, far, inside & ~solid[far], wall, tags.curved_q[rows, i]
+
+
 class CurvedLinks:
     """Interpolated links of one sub-box, by direction, on NumPy or CuPy arrays.
 
@@ -66,27 +89,14 @@ class CurvedLinks:
     def __init__(self, lattice: Lattice, tags: NodeTags, dtype, xp=np):
         self.lattice = lattice
         nodes = np.asarray(tags.curved_nodes, dtype=np.int64)
-        shape = tags.tags.shape
-        solid = tags.solid.reshape(-1)
-        links = tags.layout.links(tags.tags).reshape(-1)[nodes]
-        coords = np.unravel_index(nodes, shape)[::-1]  # x, y[, z]
         self.table = np.zeros((len(nodes), lattice.q - 1, 3))
         self.table[..., 0] = 1.0
         self.nodes = nodes
         self.links: dict[int, tuple] = {}
         """i -> (flat x, flat x + c_i, weights (3, n), Ladd term or None)."""
-        for i in range(1, lattice.q):
-            rows = np.flatnonzero((links >> np.uint64(i - 1)) & np.uint64(1))
-            if not len(rows):
-                continue
-            c = lattice.c[i]
-            nxt, inside = offset_nodes([x[rows] for x in coords], c, shape, tags.periodic)
-            weights = bouzidi_weights(tags.curved_q[rows, i], inside & ~solid[nxt])
+        for i, rows, flat, nxt, fluid, row, q in cut_links(lattice, tags):
+            weights = bouzidi_weights(q, fluid)
             self.table[rows, i - 1] = weights.T
-            flat = nodes[rows]
-            window = tuple(slice(1 - ci, 1 - ci + n) for ci, n in
-                           zip(reversed(c.tolist()), shape, strict=True))
-            row = tags.bc_table[tags.halo_bc_id[window].reshape(-1)[flat]]
             term = np.asarray(wall_momentum(lattice, i, [row[:, a] for a in range(lattice.d)],
                                             row[:, 3]), dtype=np.float64) * np.ones(len(flat))
             self.links[i] = (xp.asarray(flat), xp.asarray(nxt),

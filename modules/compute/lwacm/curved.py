@@ -38,7 +38,7 @@ import numpy as np
 
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.forces import MomentumExchange
-from thelma_py.modules.compute.lbm.open_nodes import offset_nodes
+from thelma_py.modules.compute.lbm.interpolated import cut_links
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.nodes import NodeTags
 
@@ -91,26 +91,14 @@ class CurvedGhosts:
     def __init__(self, lattice: Lattice, tags: NodeTags, dtype):
         self.lattice = lattice
         nodes = np.asarray(tags.curved_nodes, dtype=np.int64)
-        shape = tags.tags.shape
-        solid = tags.solid.reshape(-1)
-        links = tags.layout.links(tags.tags).reshape(-1)[nodes]
-        coords = np.unravel_index(nodes, shape)[::-1]
         width = 3 + lattice.d
         self.table = np.zeros((len(nodes), lattice.q - 1, width))
         self.table[..., 0], self.table[..., 1] = 2.0, -1.0  # halfway: u_g = 2 u_w − u(x)
         self.nodes = nodes
         self.links: dict[int, tuple] = {}
-        for i in range(1, lattice.q):
-            rows = np.flatnonzero((links >> np.uint64(i - 1)) & np.uint64(1))
-            if not len(rows):
-                continue
-            c = lattice.c[i]
-            far, inside = offset_nodes([x[rows] for x in coords], c, shape, tags.periodic)
-            a, b, cw = ghost_weights(tags.curved_q[rows, i], inside & ~solid[far])
-            flat = nodes[rows]
-            window = tuple(slice(1 - ci, 1 - ci + n) for ci, n in
-                           zip(reversed(c.tolist()), shape, strict=True))
-            wall = tags.bc_table[tags.halo_bc_id[window].reshape(-1)[flat], : lattice.d].T
+        for i, rows, flat, far, fluid, row, q in cut_links(lattice, tags):
+            a, b, cw = ghost_weights(q, fluid)
+            wall = row[:, : lattice.d].T
             weights = np.concatenate([a[None], b[None], cw[None], wall]).astype(dtype)
             self.table[rows, i - 1] = weights.T
             self.links[i] = (flat, np.where(cw != 0, far, flat), weights)

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests import hardware
+from tests import hardware, nvcc
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: only selected gpu tests count
@@ -33,6 +33,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "nvcc" in item.keywords:
                 item.add_marker(skip)
+    else:
+        nvcc.prefetch(item for item in items if item.get_closest_marker("skip") is None)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    nvcc.shutdown()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

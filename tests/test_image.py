@@ -344,7 +344,13 @@ def test_cuda_march_equals_its_numpy_twin_on_a_random_scene(host_gpu, scene):
     np.testing.assert_array_equal(got_voxel.get(), voxel)
 
 
-@pytest.mark.nvcc
+def march_source():
+    from thelma_py.modules.results.image_raymarch import MARCH_SOURCE
+
+    return MARCH_SOURCE
+
+
+@pytest.mark.nvcc(sources=march_source)
 def test_march_kernel_compiles_with_nvcc(tmp_path):
     import shutil
 

@@ -5,9 +5,10 @@ on one core. A test marked ``@pytest.mark.nvcc(sources=build)`` names a function
 parameters that gives the source(s) it will compile (strings, or ``(source, options)``
 pairs); after collection (:func:`prefetch`, called by conftest for the selected tests only)
 the sources are generated on the main thread and compiled in the background, two nvcc at a
-time, in test order. :func:`compile_cubin` then answers from the compile of the byte-identical
-text and options, or compiles itself when there is none (a source that differs is never
-served another's result), so a test asserts on exactly what nvcc said of its own source.
+time at low priority, in test order. :func:`compile_cubin` then answers from the compile of
+the byte-identical text and options, or compiles itself when there is none (a source that
+differs is never served another's result), so a test asserts on exactly what nvcc said of
+its own source.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ def _key(source: str, options: tuple[str, ...]) -> str:
     return hashlib.sha256("\0".join((source, *options)).encode()).hexdigest()[:24]
 
 
-def _run(source: str, folder: Path, name: str, options: tuple[str, ...]
-         ) -> subprocess.CompletedProcess:
+def _run(source: str, folder: Path, name: str, options: tuple[str, ...],
+         nice: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     path = folder / f"{name}.cu"
     path.write_text(source)
-    return subprocess.run([shutil.which("nvcc"), *FLAGS, *options, "-o",
+    return subprocess.run([*nice, shutil.which("nvcc"), *FLAGS, *options, "-o",
                            str(folder / f"{name}.cubin"), str(path)],
                           capture_output=True, text=True, timeout=300)
 
@@ -64,7 +65,10 @@ def compile_cubin(source: str, folder: Path, name: str, options: Iterable[str] =
 
 
 def _background(source: str, options: tuple[str, ...], key: str):
-    return _run(source, _folder, key, options), _folder / f"{key}.cubin"
+    """At low priority: the tests on the main thread keep their core, the compiles take what
+    is left (both cores while a test waits for one)."""
+    nice = (shutil.which("nice"), "-n", "15") if shutil.which("nice") else ()
+    return _run(source, _folder, key, options, nice), _folder / f"{key}.cubin"
 
 
 def _sources(build: Callable, params: dict) -> list[tuple[str, tuple[str, ...]]]:

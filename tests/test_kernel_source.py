@@ -174,7 +174,7 @@ def test_nvcc_prefetch_serves_only_the_byte_identical_source(tmp_path, monkeypat
 
     ran = []
 
-    def fake_run(source, folder, name, options):
+    def fake_run(source, folder, name, options, nice=()):
         ran.append((source, options))
         (folder / f"{name}.cubin").write_text(source)
         return types.SimpleNamespace(returncode=0, stdout=f"{source} {options}", stderr="")

@@ -64,11 +64,11 @@ def compile_cubin(source: str, folder: Path, name: str, options: Iterable[str] =
     return result
 
 
-def _background(source: str, options: tuple[str, ...], key: str):
+def _background(run: Callable, folder: Path, source: str, options: tuple[str, ...], key: str):
     """At low priority: the tests on the main thread keep their core, the compiles take what
     is left (both cores while a test waits for one)."""
     nice = (shutil.which("nice"), "-n", "15") if shutil.which("nice") else ()
-    return _run(source, _folder, key, options, nice), _folder / f"{key}.cubin"
+    return run(source, folder, key, options, nice), folder / f"{key}.cubin"
 
 
 def _sources(build: Callable, params: dict) -> list[tuple[str, tuple[str, ...]]]:
@@ -104,7 +104,7 @@ def prefetch(items: Iterable) -> int:
                 _pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
                                            thread_name_prefix="nvcc")
                 _folder = Path(tempfile.mkdtemp(prefix="thelma_nvcc_"))
-            _jobs[key] = _pool.submit(_background, source, options, key)
+            _jobs[key] = _pool.submit(_background, _run, _folder, source, options, key)
             started += 1
     return started
 

@@ -167,7 +167,8 @@ def test_bulk_path_registers_stay_within_64(tmp_path):
 
 def test_nvcc_prefetch_serves_only_the_byte_identical_source(tmp_path, monkeypatch):
     """The background compiles (tests/nvcc.py) answer a test only for its own text and
-    options; anything else is compiled where asked. nvcc is replaced by a recorder."""
+    options; anything else is compiled where asked. nvcc is replaced by a recorder, in a pool
+    of this test's own: the session's compiles, still running, keep the real nvcc."""
     import types
 
     from tests import nvcc
@@ -181,6 +182,8 @@ def test_nvcc_prefetch_serves_only_the_byte_identical_source(tmp_path, monkeypat
 
     monkeypatch.setattr(nvcc, "_run", fake_run)
     monkeypatch.setattr(nvcc, "_jobs", {})
+    monkeypatch.setattr(nvcc, "_pool", None)
+    monkeypatch.setattr(nvcc, "_folder", None)
     monkeypatch.setattr(nvcc, "served", {"prefetched": 0, "compiled here": 0})
     mark = pytest.mark.nvcc(sources=lambda a: [f"src {a}", (f"src {a}", ["-x"])]).mark
     item = types.SimpleNamespace(get_closest_marker=lambda name: mark,

@@ -4,7 +4,8 @@
 Without the hardware they are skipped visibly (``-ra`` lists the reason). On the GPU CI job
 ``THELMA_REQUIRE_GPU=1`` turns a missing device into an error, and a test that needs more
 devices than are visible (or MPI to start its ranks) into a failure, so a broken runner cannot
-pass by skipping (:mod:`tests.hardware`).
+pass by skipping (:mod:`tests.hardware`). The selected ``nvcc`` tests' compiles start in the
+background once collection is done (:mod:`tests.nvcc`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 
 import pytest
 
-from tests import hardware
+from tests import hardware, nvcc
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: only selected gpu tests count
@@ -33,6 +34,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "nvcc" in item.keywords:
                 item.add_marker(skip)
+    elif not config.option.collectonly:
+        nvcc.prefetch(item for item in items if item.get_closest_marker("skip") is None)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    nvcc.shutdown()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

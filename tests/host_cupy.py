@@ -149,6 +149,29 @@ def _wrap(function):
     return call
 
 
+_BUILT: dict[str, Path] = {}
+"""Shared libraries built this session, by the hash of their C++ text: a module whose text
+is byte-identical to one built before (the same kernels asked for by another test) loads
+that library instead of running g++ again."""
+built = {"g++": 0, "reused": 0}
+
+
+def _build(text: str) -> Path:
+    key = hashlib.sha256(text.encode()).hexdigest()[:24]
+    if key in _BUILT:
+        built["reused"] += 1
+        return _BUILT[key]
+    folder = Path(tempfile.mkdtemp(prefix="host_cupy_"))
+    source = folder / f"{key}.cpp"
+    source.write_text(text)
+    subprocess.run([shutil.which("g++"), "-O1", "-ffp-contract=off", "-shared", "-fPIC",
+                    "-o", str(folder / f"{key}.so"), str(source)], check=True,
+                   capture_output=True)
+    built["g++"] += 1
+    _BUILT[key] = folder / f"{key}.so"
+    return _BUILT[key]
+
+
 class RawModule:
     """Compiles ``code`` with g++ and gives each ``extern "C"`` kernel a host launcher."""
 
@@ -181,15 +204,7 @@ class RawModule:
                 "        host_shuffle_call = 0;\n"
                 f"        if (pass + 1 < {self._passes}) {name}({', '.join(first)});\n"
                 f"        else {name}({', '.join(names)});\n    }}\n}}\n")
-        text = PRELUDE + code + "\n".join(launchers)
-        folder = Path(tempfile.mkdtemp(prefix="host_cupy_"))
-        key = hashlib.sha256(text.encode()).hexdigest()[:16]
-        source = folder / f"{key}.cpp"
-        source.write_text(text)
-        subprocess.run([shutil.which("g++"), "-O1", "-ffp-contract=off", "-shared", "-fPIC",
-                        "-o", str(folder / f"{key}.so"), str(source)], check=True,
-                       capture_output=True)
-        self._lib = ctypes.CDLL(str(folder / f"{key}.so"))
+        self._lib = ctypes.CDLL(str(_build(PRELUDE + code + "\n".join(launchers))))
 
     def get_function(self, name: str):
         pointers, ints, writable = self._params[name]

@@ -1,16 +1,121 @@
-"""Compile generated CUDA with the machine's nvcc for Hopper (tests marked `nvcc`)."""
+"""Compile generated CUDA with the machine's nvcc for Hopper (tests marked `nvcc`).
+
+nvcc takes seconds a kernel and the suite compiles hundreds, while the rest of the suite runs
+on one core. A test marked ``@pytest.mark.nvcc(sources=build)`` names a function of its
+parameters that gives the source(s) it will compile (strings, or ``(source, options)``
+pairs); after collection (:func:`prefetch`, called by conftest for the selected tests only)
+the sources are generated on the main thread and compiled in the background, two nvcc at a
+time at low priority, in test order. :func:`compile_cubin` then answers from the compile of
+the byte-identical text and options, or compiles itself when there is none (a source that
+differs is never served another's result), so a test asserts on exactly what nvcc said of
+its own source.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import os
 import shutil
 import subprocess
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+FLAGS = ("-arch=sm_90", "--cubin", "-std=c++17")
 
-def compile_cubin(source: str, folder: Path, name: str) -> subprocess.CompletedProcess:
-    """``nvcc -arch=sm_90 --cubin`` of ``source`` written to ``folder/name.cu``."""
+_pool: ThreadPoolExecutor | None = None
+_jobs: dict[str, Future] = {}
+_folder: Path | None = None
+served = {"prefetched": 0, "compiled here": 0}
+"""How :func:`compile_cubin` answered this session."""
+
+
+def _key(source: str, options: tuple[str, ...]) -> str:
+    return hashlib.sha256("\0".join((source, *options)).encode()).hexdigest()[:24]
+
+
+def _run(source: str, folder: Path, name: str, options: tuple[str, ...],
+         nice: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     path = folder / f"{name}.cu"
     path.write_text(source)
-    return subprocess.run([shutil.which("nvcc"), "-arch=sm_90", "--cubin", "-std=c++17", "-o",
+    return subprocess.run([*nice, shutil.which("nvcc"), *FLAGS, *options, "-o",
                            str(folder / f"{name}.cubin"), str(path)],
                           capture_output=True, text=True, timeout=300)
+
+
+def compile_cubin(source: str, folder: Path, name: str, options: Iterable[str] = ()
+                  ) -> subprocess.CompletedProcess:
+    """``nvcc -arch=sm_90 --cubin -std=c++17 [options]`` of ``source`` written to
+    ``folder/name.cu``, the cubin beside it (taken from a background compile of the same text
+    and options where :func:`prefetch` started one)."""
+    options = tuple(options)
+    job = _jobs.get(_key(source, options))
+    if job is None:
+        served["compiled here"] += 1
+        return _run(source, folder, name, options)
+    served["prefetched"] += 1
+    result, cubin = job.result()
+    (folder / f"{name}.cu").write_text(source)
+    if cubin.exists():
+        shutil.copyfile(cubin, folder / f"{name}.cubin")
+    return result
+
+
+def _background(run: Callable, folder: Path, source: str, options: tuple[str, ...], key: str):
+    """At low priority: the tests on the main thread keep their core, the compiles take what
+    is left (both cores while a test waits for one)."""
+    nice = (shutil.which("nice"), "-n", "15") if shutil.which("nice") else ()
+    return run(source, folder, key, options, nice), folder / f"{key}.cubin"
+
+
+def _sources(build: Callable, params: dict) -> list[tuple[str, tuple[str, ...]]]:
+    wanted = inspect.signature(build).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in wanted.values()):
+        params = {k: v for k, v in params.items() if k in wanted}
+    made = build(**params)
+    made = [made] if isinstance(made, str) else list(made)
+    return [(s, ()) if isinstance(s, str) else (s[0], tuple(s[1])) for s in made]
+
+
+def prefetch(items: Iterable) -> int:
+    """Start background compiles of the sources that the selected ``nvcc(sources=...)``
+    tests will ask for, in their order; the number started."""
+    global _pool, _folder
+    started = 0
+    for item in items:
+        marker = item.get_closest_marker("nvcc")
+        build = marker.kwargs.get("sources") if marker is not None else None
+        if build is None:
+            continue
+        callspec = getattr(item, "callspec", None)
+        try:
+            sources = _sources(build, callspec.params if callspec else {})
+        except Exception as error:  # the test compiles (and fails) on its own
+            warnings.warn(f"{item.nodeid}: no nvcc prefetch ({error!r})", stacklevel=1)
+            continue
+        for source, options in sources:
+            key = _key(source, options)
+            if key in _jobs:
+                continue
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
+                                           thread_name_prefix="nvcc")
+                _folder = Path(tempfile.mkdtemp(prefix="thelma_nvcc_"))
+            _jobs[key] = _pool.submit(_background, _run, _folder, source, options, key)
+            started += 1
+    return started
+
+
+def shutdown() -> None:
+    """Drop the compiles no test asked for (a failed or interrupted session) and the folder."""
+    global _pool, _folder
+    if _pool is not None:
+        _pool.shutdown(wait=True, cancel_futures=True)
+        _pool = None
+    _jobs.clear()
+    if _folder is not None:
+        shutil.rmtree(_folder, ignore_errors=True)
+        _folder = None

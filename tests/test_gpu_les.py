@@ -86,15 +86,19 @@ def test_host_cuda_les_equals_numpy(host_gpu, lattice_name, collision, geometry,
         assert relative_l2(f[:, fluid], cpu.f[:, fluid]) < 1e-13
 
 
+def les_source(lattice_name, collision):
+    return Lbm(nu=0.01, collision=collision, les="smagorinsky").kernel_source(
+        LATTICES[lattice_name], np.float32)
+
+
+@pytest.mark.nvcc(sources=les_source)
 @pytest.mark.slow  # one nvcc run (~8 s) each; the GPU test above compiles every pair
 @pytest.mark.parametrize(("lattice_name", "collision"), [
     ("D2Q9", "trt"), ("D3Q19", "mrt"), ("D3Q27", "recursive")])
 def test_les_kernels_compile(tmp_path, lattice_name, collision):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    lattice = LATTICES[lattice_name]
-    source = Lbm(nu=0.01, collision=collision, les="smagorinsky").kernel_source(
-        lattice, np.float32)
+    source = les_source(lattice_name, collision)
     assert "tau_les" in source
     result = compile_cubin(source, tmp_path, f"les_{lattice_name}_{collision}")
     assert result.returncode == 0, result.stderr[-3000:]

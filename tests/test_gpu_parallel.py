@@ -97,11 +97,15 @@ def test_halo_bytes_of_a_384_face():
     assert halo_bytes(LATTICES["D3Q19"], 384 * 384, 4) == 2 * 5 * 384 * 384 * 4
 
 
-@pytest.mark.nvcc
+def planes_source():
+    lattice = LATTICES["D3Q19"]
+    return generate(KernelConfig(lattice, Lbm(nu=0.1).relaxation(lattice), "float", "pull"))
+
+
+@pytest.mark.nvcc(sources=planes_source)
 @pytest.mark.slow
 def test_kernels_launch_over_a_range_of_planes_and_compile(tmp_path):
-    lattice = LATTICES["D3Q19"]
-    source = generate(KernelConfig(lattice, Lbm(nu=0.1).relaxation(lattice), "float", "pull"))
+    source = planes_source()
     assert "const int z = blockIdx.z + z0;" in source
     assert "const int y = blockIdx.y + y0;" in source
     assert source.count("int y0, int z0") == 2  # lbm_step and lbm_step_macro

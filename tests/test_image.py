@@ -424,7 +424,13 @@ def test_cuda_volume_pair_equals_two_single_volumes(host_gpu):
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-@pytest.mark.nvcc
+def march_source():
+    from thelma_py.modules.results.image_raymarch import MARCH_SOURCE
+
+    return MARCH_SOURCE
+
+
+@pytest.mark.nvcc(sources=march_source)
 def test_march_kernel_compiles_with_nvcc(tmp_path):
     import shutil
 

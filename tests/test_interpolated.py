@@ -180,7 +180,7 @@ def test_interpolated_arm_only_where_asked():
     assert "KIND_INTERPOLATED) {" not in generate(KernelConfig(D3Q19, relax, "float", "pull"))
 
 
-@pytest.mark.nvcc
+@pytest.mark.nvcc(sources=lambda **p: generate(interpolated_config(**p)))
 @pytest.mark.slow
 @pytest.mark.parametrize(("lat", "real", "moving", "open_faces"),
                          [("D2Q9", "float", True, True), ("D2Q9", "double", False, False),

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import attrs
 import numpy as np
@@ -66,12 +64,16 @@ def test_edge_table_gives_lid_row_beyond_top_face():
     assert table[1 + 3 * 0 + 9 * 1] == 0          # beyond -y only: wall at rest
 
 
-@pytest.mark.nvcc
+def forced_config(lat, coll, real, scheme, moving):
+    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
+    return config(lat, coll, real, scheme, moving, force)
+
+
+@pytest.mark.nvcc(sources=lambda **p: generate(forced_config(**p)))
 @pytest.mark.slow
 @pytest.mark.parametrize(("lat", "coll", "real", "scheme", "moving"), ALL)
 def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, coll, real, scheme, moving):
-    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
-    cfg = config(lat, coll, real, scheme, moving, force)
+    cfg = forced_config(lat, coll, real, scheme, moving)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
 
@@ -128,37 +130,32 @@ def test_aa_refuses_neighbour_kinds_at_generation():
         open_config("D2Q9", "aa", "float", False, "neighbour")
 
 
-@pytest.mark.nvcc
+@pytest.mark.nvcc(sources=lambda **p: generate(open_config(**p)))
 @pytest.mark.slow
 @pytest.mark.parametrize(("lat", "scheme", "real", "moving", "kinds"), OPEN_VARIANTS)
 def test_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, scheme, real, moving, kinds):
-    nvcc = shutil.which("nvcc")
-    source = tmp_path / "open.cu"
-    source.write_text(generate(open_config(lat, scheme, real, moving, kinds)))
-    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o",
-                             str(tmp_path / "k.cubin"), str(source)],
-                            capture_output=True, text=True, timeout=300)
+    source = generate(open_config(lat, scheme, real, moving, kinds))
+    result = compile_cubin(source, tmp_path, "open")
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-@pytest.mark.nvcc
+def register_configs() -> dict:
+    curved = attrs.evolve(open_config("D3Q19", "pull", "float", True, "neighbour"),
+                          interpolated=True)
+    return {"plain": config("D3Q19", "bgk", "float", "pull"),
+            "open": open_config("D3Q19", "pull", "float", True, "neighbour"), "curved": curved}
+
+
+@pytest.mark.nvcc(sources=lambda: [(generate(cfg), ["--resource-usage"])
+                                   for cfg in register_configs().values()])
 @pytest.mark.slow
 def test_bulk_path_registers_stay_within_64(tmp_path):
     """D3Q19 float pull: the open-boundary rules and interpolated links live in a __noinline__
     function, so the step kernels keep the register count of the wall-only kernel (64 or
     fewer)."""
-    nvcc = shutil.which("nvcc")
     counts = {}
-    curved = attrs.evolve(open_config("D3Q19", "pull", "float", True, "neighbour"),
-                          interpolated=True)
-    for name, cfg in {"plain": config("D3Q19", "bgk", "float", "pull"),
-                      "open": open_config("D3Q19", "pull", "float", True, "neighbour"),
-                      "curved": curved}.items():
-        source = tmp_path / f"{name}.cu"
-        source.write_text(generate(cfg))
-        result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17",
-                                 "--resource-usage", "-o", str(tmp_path / "k.cubin"),
-                                 str(source)], capture_output=True, text=True, timeout=300)
+    for name, cfg in register_configs().items():
+        result = compile_cubin(generate(cfg), tmp_path, name, ["--resource-usage"])
         assert result.returncode == 0, result.stderr[-3000:]
         lines = result.stdout + result.stderr
         entries = re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers",
@@ -166,3 +163,39 @@ def test_bulk_path_registers_stay_within_64(tmp_path):
         counts[name] = {entry: int(n) for entry, n in entries}
     assert counts["open"] and max(counts["open"].values()) <= 64, counts
     assert counts["curved"] and max(counts["curved"].values()) <= 64, counts
+
+
+def test_nvcc_prefetch_serves_only_the_byte_identical_source(tmp_path, monkeypatch):
+    """The background compiles (tests/nvcc.py) answer a test only for its own text and
+    options; anything else is compiled where asked. nvcc is replaced by a recorder, in a pool
+    of this test's own: the session's compiles, still running, keep the real nvcc."""
+    import types
+
+    from tests import nvcc
+
+    ran = []
+
+    def fake_run(source, folder, name, options, nice=()):
+        ran.append((source, options))
+        (folder / f"{name}.cubin").write_text(source)
+        return types.SimpleNamespace(returncode=0, stdout=f"{source} {options}", stderr="")
+
+    monkeypatch.setattr(nvcc, "_run", fake_run)
+    monkeypatch.setattr(nvcc, "_jobs", {})
+    monkeypatch.setattr(nvcc, "_pool", None)
+    monkeypatch.setattr(nvcc, "_folder", None)
+    monkeypatch.setattr(nvcc, "served", {"prefetched": 0, "compiled here": 0})
+    mark = pytest.mark.nvcc(sources=lambda a: [f"src {a}", (f"src {a}", ["-x"])]).mark
+    item = types.SimpleNamespace(get_closest_marker=lambda name: mark,
+                                 callspec=types.SimpleNamespace(params={"a": 1, "b": 2}))
+    try:
+        assert nvcc.prefetch([item, item]) == 2  # one compile per distinct (text, options)
+        assert nvcc.compile_cubin("src 1", tmp_path, "k").stdout == "src 1 ()"
+        assert (tmp_path / "k.cubin").read_text() == "src 1"
+        assert nvcc.compile_cubin("src 1", tmp_path, "k", ["-x"]).stdout == "src 1 ('-x',)"
+        assert nvcc.served == {"prefetched": 2, "compiled here": 0}
+        assert nvcc.compile_cubin("src 2", tmp_path, "k").stdout == "src 2 ()"
+        assert nvcc.served == {"prefetched": 2, "compiled here": 1}
+        assert sorted(ran) == [("src 1", ()), ("src 1", ("-x",)), ("src 2", ())]
+    finally:
+        nvcc.shutdown()

@@ -151,14 +151,18 @@ def test_two_step_les_kernel_text(lat):
     assert "tau_t" in generate(les) and "pt_trace" in generate(les)
 
 
-@pytest.mark.nvcc
+def les_config(lat, real):
+    return LwacmKernelConfig(LATTICES[lat], real, "two-step", moving_walls=True,
+                             les=tp.subgrid.Smagorinsky())
+
+
+@pytest.mark.nvcc(sources=lambda lat, real: generate(les_config(lat, real)))
 @pytest.mark.parametrize(("lat", "real"), [("D3Q19", "float"), ("D2Q9", "double"),
                                            ("D3Q27", "float")])
 def test_two_step_les_kernel_compiles_with_nvcc(tmp_path, lat, real):
     from tests.nvcc import compile_cubin
 
-    cfg = LwacmKernelConfig(LATTICES[lat], real, "two-step", moving_walls=True,
-                            les=tp.subgrid.Smagorinsky())
+    cfg = les_config(lat, real)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]

@@ -63,12 +63,16 @@ def test_force_and_wall_terms_are_baked_in_only_when_needed():
     assert "((real_t)1e-05)" in forced and "wall_id(x" in forced
 
 
-@pytest.mark.nvcc
+def forced_config(lat, real, scheme, moving):
+    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
+    return config(lat, real, scheme, moving, force)
+
+
+@pytest.mark.nvcc(sources=lambda **p: generate(forced_config(**p)))
 @pytest.mark.slow
 @pytest.mark.parametrize(("lat", "real", "scheme", "moving"), ALL)
 def test_every_generated_kernel_compiles_with_nvcc(tmp_path, lat, real, scheme, moving):
-    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
-    cfg = config(lat, real, scheme, moving, force)
+    cfg = forced_config(lat, real, scheme, moving)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]

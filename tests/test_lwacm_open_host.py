@@ -78,17 +78,28 @@ ALL_ARMS = (("VELOCITY", "-x"), ("PRESSURE", "+x"), ("OUTFLOW", "+y"), ("FREE_SL
             ("FREE_SLIP", "-y+z"), ("EQUILIBRIUM_VELOCITY", "+z"))
 
 
-@pytest.mark.nvcc
+def open_config(lat, real, scheme):
+    from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig
+
+    arms = [(k, f) for k, f in ALL_ARMS if lat != "D2Q9" or "z" not in f]
+    return LwacmKernelConfig(LATTICES[lat], real, scheme, moving_walls=True, boundaries=arms)
+
+
+def open_source(lat, real, scheme):
+    from thelma_py.modules.compute.lwacm.kernels import generate
+
+    return generate(open_config(lat, real, scheme))
+
+
+@pytest.mark.nvcc(sources=open_source)
 @pytest.mark.parametrize(("lat", "real", "scheme"), [
     ("D3Q19", "float", "fused"), ("D3Q19", "double", "two-step"), ("D2Q9", "double", "fused"),
     ("D3Q27", "float", "two-step"), ("D3Q27", "float", "fused")])
 def test_open_kernels_compile_with_nvcc(tmp_path, lat, real, scheme):
     from tests.nvcc import compile_cubin
-    from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
 
-    arms = [(k, f) for k, f in ALL_ARMS if lat != "D2Q9" or "z" not in f]
-    cfg = LwacmKernelConfig(LATTICES[lat], real, scheme, moving_walls=True, boundaries=arms)
-    result = compile_cubin(generate(cfg), tmp_path, cfg.name)
+    result = compile_cubin(open_source(lat, real, scheme), tmp_path,
+                           open_config(lat, real, scheme).name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
 

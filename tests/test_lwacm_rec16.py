@@ -120,16 +120,20 @@ def test_staging_is_for_16bit_records_and_named():
         LwacmFused(nu=0.04, store="fp16c", staging="async")
 
 
-@pytest.mark.nvcc
+def async_config(lattice_name, store, rounding):
+    lattice = LATTICES[lattice_name]
+    return LwacmKernelConfig(lattice, "float", "fused", moving_walls=True,
+                             force=(1e-5,) * lattice.d, store=store, rounding=rounding,
+                             staging="async")
+
+
+@pytest.mark.nvcc(sources=lambda **p: generate(async_config(**p)))
 @pytest.mark.parametrize(("store", "rounding"), [("fp16s", "nearest"), ("fp16s", "stochastic")])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19"])
 def test_async_staging_kernels_compile_with_nvcc(tmp_path, lattice_name, store, rounding):
     from tests.nvcc import compile_cubin
 
-    lattice = LATTICES[lattice_name]
-    cfg = LwacmKernelConfig(lattice, "float", "fused", moving_walls=True,
-                            force=(1e-5,) * lattice.d, store=store, rounding=rounding,
-                            staging="async")
+    cfg = async_config(lattice_name, store, rounding)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
 

@@ -235,16 +235,20 @@ def test_16bit_kernel_text_leaves_the_fp32_kernel_and_stages_8_byte_records():
     assert text.count("record_decode(staged[r])") == 1  # decoded once per staged record
 
 
-@pytest.mark.nvcc
+def record_config(lattice_name, store, rounding):
+    return LwacmKernelConfig(LATTICES[lattice_name], "float", "fused", moving_walls=True,
+                             force=(1e-5,) * LATTICES[lattice_name].d, store=store,
+                             rounding=rounding)
+
+
+@pytest.mark.nvcc(sources=lambda **p: generate(record_config(**p)))
 @pytest.mark.parametrize(("store", "rounding"), [("fp16s", "nearest"), ("fp16c", "nearest"),
                                                  ("fp16s", "stochastic")])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19"])
 def test_16bit_record_kernels_compile_with_nvcc(tmp_path, lattice_name, store, rounding):
     from tests.nvcc import compile_cubin
 
-    cfg = LwacmKernelConfig(LATTICES[lattice_name], "float", "fused", moving_walls=True,
-                            force=(1e-5,) * LATTICES[lattice_name].d, store=store,
-                            rounding=rounding)
+    cfg = record_config(lattice_name, store, rounding)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
 

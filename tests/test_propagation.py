@@ -94,7 +94,14 @@ def test_bad_propagation_is_refused(options, scheme, message):
         Lbm(nu=0.04, streaming=scheme, cuda_options=options).kernel_source(lattice, np.float32)
 
 
-@pytest.mark.nvcc
+def propagation_source(scheme, real, propagation):
+    return Lbm(nu=0.04, streaming=scheme, cuda_options={
+        "propagation": propagation, "block": 256}).kernel_source(
+        LATTICES["D3Q19"], np.float32 if real == "float" else np.float64)
+
+
+@pytest.mark.nvcc(sources=lambda real, propagation: [
+    propagation_source(scheme, real, propagation) for scheme in ("pull", "push")])
 @pytest.mark.parametrize("real", ["float", "double"])
 @pytest.mark.parametrize("propagation", ["shared", "shuffle"])
 def test_propagation_kernels_compile_with_nvcc(tmp_path, real, propagation):
@@ -103,11 +110,8 @@ def test_propagation_kernels_compile_with_nvcc(tmp_path, real, propagation):
 
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    lattice = LATTICES["D3Q19"]
     for scheme in ("pull", "push"):
-        source = Lbm(nu=0.04, streaming=scheme, cuda_options={
-            "propagation": propagation, "block": 256}).kernel_source(
-            lattice, np.float32 if real == "float" else np.float64)
+        source = propagation_source(scheme, real, propagation)
         result = compile_cubin(source, tmp_path, f"{scheme}_{propagation}_{real}")
         assert result.returncode == 0, result.stderr[-3000:]
 

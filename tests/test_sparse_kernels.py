@@ -81,45 +81,62 @@ def test_open_arrays_cover_every_open_node_once():
         assert (copies > 0) == rule(kind).neighbour, kind
 
 
-@pytest.mark.nvcc
+def forced(lat, moving):
+    return (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
+
+
+def aa_source(lat, coll, dtype, moving):
+    params = Lbm(nu=0.1, collision=coll, storage="sparse", streaming="aa",
+                 force=forced(lat, moving))
+    return params.kernel_source(LATTICES[lat], dtype, moving_walls=moving)
+
+
+def interpolated_source(lat):
+    params = Lbm(nu=0.1, collision="trt", storage="sparse")
+    return params.kernel_source(LATTICES[lat], "float32", boundaries=open_kinds(lat, "zou-he"),
+                                interpolated=True)
+
+
+def open_source(lat, setup):
+    coll = "trt" if lat == "D3Q27" else "mrt"
+    return source(lat, coll, "float64", boundaries=open_kinds(lat, setup))
+
+
+@pytest.mark.nvcc(sources=lambda lat, coll, dtype, moving: source(lat, coll, dtype, moving,
+                                                                  forced(lat, moving)))
 @pytest.mark.slow
 @pytest.mark.parametrize(("lat", "coll", "dtype", "moving"), VARIANTS)
 def test_every_sparse_kernel_compiles_with_nvcc(tmp_path, lat, coll, dtype, moving):
-    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
-    result = compile_cubin(source(lat, coll, dtype, moving, force), tmp_path, "sparse")
+    result = compile_cubin(source(lat, coll, dtype, moving, forced(lat, moving)), tmp_path,
+                           "sparse")
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-@pytest.mark.nvcc
+@pytest.mark.nvcc(sources=aa_source)
 @pytest.mark.slow
 @pytest.mark.parametrize(("lat", "coll", "dtype", "moving"), VARIANTS[::2])
 def test_every_sparse_aa_kernel_compiles_with_nvcc(tmp_path, lat, coll, dtype, moving):
-    force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
-    params = Lbm(nu=0.1, collision=coll, storage="sparse", streaming="aa", force=force)
-    text = params.kernel_source(LATTICES[lat], dtype, moving_walls=moving)
+    text = aa_source(lat, coll, dtype, moving)
     result = compile_cubin(text, tmp_path, "sparse_aa")
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-@pytest.mark.nvcc
+@pytest.mark.nvcc(sources=interpolated_source)
 @pytest.mark.slow
 @pytest.mark.parametrize("lat", ["D2Q9", "D3Q19", "D3Q27"])
 def test_sparse_interpolated_kernels_compile_with_nvcc(tmp_path, lat):
-    params = Lbm(nu=0.1, collision="trt", storage="sparse")
-    text = params.kernel_source(LATTICES[lat], "float32", boundaries=open_kinds(lat, "zou-he"),
-                                interpolated=True)
+    text = interpolated_source(lat)
     assert "// INTERPOLATED" in text
     result = compile_cubin(text, tmp_path, "sparse_curved")
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-@pytest.mark.nvcc
+@pytest.mark.nvcc(sources=open_source)
 @pytest.mark.slow
 @pytest.mark.parametrize("setup", OPEN_SETUPS)
 @pytest.mark.parametrize("lat", ["D2Q9", "D3Q19", "D3Q27"])
 def test_sparse_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, setup):
-    coll = "trt" if lat == "D3Q27" else "mrt"
-    text = source(lat, coll, "float64", boundaries=open_kinds(lat, setup))
+    text = open_source(lat, setup)
     assert "lbm_sparse_open_macro" in text
     result = compile_cubin(text, tmp_path, "sparse_open")
     assert result.returncode == 0, result.stderr[-3000:]

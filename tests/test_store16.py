@@ -266,28 +266,36 @@ def assert_16bit_equals_numpy(backend, lattice_name, collision, scheme, store, b
     assert np.abs(u_g[:, fluid] - u_c[:, fluid]).max() < 1e-3
 
 
-@pytest.mark.nvcc
+def sparse_16bit_source(scheme):
+    kinds = (("OUTFLOW", "+x"), ("VELOCITY", "-x")) if scheme == "pull" else ()
+    return Lbm(nu=0.04, collision="trt", streaming=scheme, storage="sparse",
+               store="fp16c").kernel_source(LATTICES["D3Q19"], np.float32, boundaries=kinds,
+                                            interpolated=scheme == "pull")
+
+
+@pytest.mark.nvcc(sources=sparse_16bit_source)
 @pytest.mark.parametrize("scheme", ["pull", "aa"])
 def test_16bit_sparse_kernels_compile_with_nvcc(tmp_path, scheme):
     """Sparse D3Q19 TRT with moving walls (pull: open faces and interpolated links)."""
-    import subprocess
+    from tests.nvcc import compile_cubin
 
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
+    if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    kinds = (("OUTFLOW", "+x"), ("VELOCITY", "-x")) if scheme == "pull" else ()
-    source = Lbm(nu=0.04, collision="trt", streaming=scheme, storage="sparse",
-                 store="fp16c").kernel_source(LATTICES["D3Q19"], np.float32, boundaries=kinds,
-                                              interpolated=scheme == "pull")
+    source = sparse_16bit_source(scheme)
     assert "pop_t" in source
-    (tmp_path / "k.cu").write_text(source)
-    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "-o",
-                             str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
-                            capture_output=True, text=True, timeout=300)
+    result = compile_cubin(source, tmp_path, "k")
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-@pytest.mark.nvcc
+def dense_16bit_source(scheme, store):
+    kinds = (("OUTFLOW", "+x"), ("PRESSURE", "+y"), ("VELOCITY", "-x"))
+    return Lbm(nu=0.04, streaming=scheme, store=store, force=(1e-5, 0.0, 0.0)).kernel_source(
+        LATTICES["D3Q19"], np.float32, boundaries=kinds if scheme != "aa" else (),
+        interpolated=scheme == "pull")
+
+
+@pytest.mark.nvcc(sources=lambda scheme, store: [(dense_16bit_source(scheme, store),
+                                                  ["--resource-usage"])])
 @pytest.mark.parametrize("scheme", ["pull", "push", "aa"])
 @pytest.mark.parametrize("store", ["fp16s", "fp16c"])
 def test_16bit_kernels_compile_with_nvcc(tmp_path, scheme, store):
@@ -296,21 +304,14 @@ def test_16bit_kernels_compile_with_nvcc(tmp_path, scheme, store):
     conversions of fp16s included). Registers (sm_90, measured): 64–72 against 56–64 in fp32;
     ``cuda_options={"min_blocks": 8}`` caps them at 64 where occupancy matters."""
     import re
-    import subprocess
 
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
+    from tests.nvcc import compile_cubin
+
+    if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    lattice = LATTICES["D3Q19"]
-    kinds = (("OUTFLOW", "+x"), ("PRESSURE", "+y"), ("VELOCITY", "-x"))
-    source = Lbm(nu=0.04, streaming=scheme, store=store, force=(1e-5, 0.0, 0.0)).kernel_source(
-        lattice, np.float32, boundaries=kinds if scheme != "aa" else (),
-        interpolated=scheme == "pull")
+    source = dense_16bit_source(scheme, store)
     assert "pop_t" in source and ("cvt.rn.f16.f32" in source) == (store == "fp16s")
-    (tmp_path / "k.cu").write_text(source)
-    result = subprocess.run([nvcc, "-arch=sm_90", "--cubin", "-std=c++17", "--resource-usage",
-                             "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
-                            capture_output=True, text=True, timeout=300)
+    result = compile_cubin(source, tmp_path, "k", ["--resource-usage"])
     assert result.returncode == 0, result.stderr[-3000:]
     used = [int(n) for n in re.findall(r"Used (\d+) registers", result.stdout + result.stderr)]
     assert used and max(used) <= 80, used

@@ -112,7 +112,13 @@ def test_bench_sweeps_split_launch_for_dense_direct_lbm_only():
     assert compute_params(cfg).cuda_options["moving_tiles"] is True
 
 
-@pytest.mark.nvcc
+def closed_box_source(scheme, real):
+    return Lbm(nu=0.04, streaming=scheme, cuda_options={**SPLIT, **MOVING}).kernel_source(
+        LATTICES["D3Q19"], np.float32 if real == "float" else np.float64)
+
+
+@pytest.mark.nvcc(sources=lambda real: [closed_box_source(scheme, real)
+                                        for scheme in ("pull", "push", "aa")])
 @pytest.mark.parametrize("real", ["float", "double"])
 def test_closed_box_kernels_compile_with_nvcc(tmp_path, real):
     """Split launch with moving tiles, D3Q19 with moving walls, every scheme, for sm_90."""
@@ -121,8 +127,7 @@ def test_closed_box_kernels_compile_with_nvcc(tmp_path, real):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
     for scheme in ("pull", "push", "aa"):
-        source = Lbm(nu=0.04, streaming=scheme, cuda_options={**SPLIT, **MOVING}).kernel_source(
-            LATTICES["D3Q19"], np.float32 if real == "float" else np.float64)
+        source = closed_box_source(scheme, real)
         result = compile_cubin(source, tmp_path, f"{scheme}_{real}")
         assert result.returncode == 0, result.stderr[-3000:]
 

@@ -173,3 +173,17 @@ def assert_gpu_matches_numpy(cpu, gpu, tags, dtype, steps: int = STEPS) -> None:
     assert np.isfinite(rho_g[fluid]).all() and np.isfinite(u_g[:, fluid]).all()
     assert relative_l2(rho_g[fluid], rho_c[fluid]) < TOLERANCE[dtype]
     assert_velocity_close(u_g[:, fluid], u_c[:, fluid], dtype)
+
+
+def assert_restart_is_bit_for_bit(tmp_path, make_solver, steps: int = 6) -> None:
+    """``steps`` steps, a checkpoint, ``steps`` more in a fresh solver from ``make_solver()``
+    give the velocity of 2 ``steps`` straight steps exactly."""
+    straight = make_solver()
+    straight.run(2 * steps)
+    first = make_solver()
+    first.run(steps)
+    path = first.save_checkpoint(tmp_path / "ck")
+    again = make_solver()
+    assert again.load_checkpoint(path) == steps
+    again.run(steps)
+    np.testing.assert_array_equal(np.asarray(again.velocity()), np.asarray(straight.velocity()))

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import LATTICES
-from tests.test_gpu_lwacm import STEPS, random_fields, relative_l2
-from thelma_py.backend import select_backend
+from tests.test_gpu_lwacm import assert_gpu_matches_numpy
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lbm.forces import forces
 
@@ -56,22 +55,8 @@ def test_cuda_curved_matches_numpy(lattice_name, scheme, dtype, case):
     geo, body = geometry(lattice.d, case)
     tags = geo.evaluate(lattice)
     params = (Lwacm if scheme == "lwacm" else LwacmFused)(nu=0.04)
-    cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
-    gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
-    assert "curved_weights" in gpu.source
-    rho, u = random_fields(lattice, tags.tags.shape, dtype)
-    u *= 0.5
-    for engine in (cpu, gpu):
-        engine.initialize(rho, list(u))
-    cpu.step(STEPS)
-    gpu.step(STEPS)
-    rho_c, u_c = (np.asarray(a) for a in cpu.macroscopic())
-    rho_g, u_g = (np.asarray(a.get()) for a in gpu.macroscopic())
-    assert np.isfinite(u_g).all()
-    tol = TOLERANCE[dtype]
-    assert relative_l2(rho_g, rho_c) < tol
-    assert relative_l2(u_g, u_c) < tol * 10, relative_l2(u_g, u_c)
-    assert np.abs(u_g - u_c).max() < tol * 10
+    cpu, gpu = assert_gpu_matches_numpy(params, lattice, tags, dtype, TOLERANCE[dtype],
+                                        "curved_weights")
     on_cpu, on_gpu = forces(cpu)[body], forces(gpu)[body]
     # fp32: the force (~3e-3) sums populations of order w_i (~0.1) over ~100 links, so a few
     # float32 roundings of the populations (1e-8 each) move it by ~1e-7 absolute, 1e-4 relative

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import LATTICES
-from tests.test_gpu_lwacm import STEPS, random_fields, relative_l2
-from thelma_py.backend import select_backend
+from tests.test_gpu_lwacm import assert_gpu_matches_numpy
 from thelma_py.geometry import Geometry, Sphere
 
 pytestmark = pytest.mark.gpu
@@ -62,19 +61,4 @@ def test_cuda_open_matches_numpy(lattice_name, scheme, dtype, case):
     lattice = LATTICES[lattice_name]
     tags = geometry(lattice.d, case).evaluate(lattice)
     params = (Lwacm if scheme == "lwacm" else LwacmFused)(nu=0.04)
-    cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
-    gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
-    assert "open_values" in gpu.source
-    rho, u = random_fields(lattice, tags.tags.shape, dtype)
-    u *= 0.5
-    for engine in (cpu, gpu):
-        engine.initialize(rho, list(u))
-    cpu.step(STEPS)
-    gpu.step(STEPS)
-    rho_c, u_c = (np.asarray(a) for a in cpu.macroscopic())
-    rho_g, u_g = (np.asarray(a.get()) for a in gpu.macroscopic())
-    assert np.isfinite(u_g).all()
-    tol = TOLERANCE[dtype]
-    assert relative_l2(rho_g, rho_c) < tol
-    assert relative_l2(u_g, u_c) < tol * 10, relative_l2(u_g, u_c)
-    assert np.abs(u_g - u_c).max() < tol * 10
+    assert_gpu_matches_numpy(params, lattice, tags, dtype, TOLERANCE[dtype], "open_values")

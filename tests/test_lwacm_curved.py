@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from tests.lbm_setups import assert_restart_is_bit_for_bit
 from thelma_py.geometry import Box, Geometry, Sphere
 from thelma_py.modules.compute.lbm.forces import forces
 from thelma_py.modules.compute.lwacm.curved import ghost_weights
@@ -187,12 +188,4 @@ def test_checkpoint_restart_with_curved_walls_is_bit_for_bit(tmp_path, scheme):
         return tp.compose("D2Q9", geo, tp.plugin("compute", scheme, nu=0.05,
                                                  force=(1e-5, 0.0)), device="cpu")
 
-    straight = solver()
-    straight.run(12)
-    first = solver()
-    first.run(6)
-    path = first.save_checkpoint(tmp_path / "ck")
-    again = solver()
-    assert again.load_checkpoint(path) == 6
-    again.run(6)
-    np.testing.assert_array_equal(np.asarray(again.velocity()), np.asarray(straight.velocity()))
+    assert_restart_is_bit_for_bit(tmp_path, solver)

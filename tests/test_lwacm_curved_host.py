@@ -11,13 +11,9 @@ import pytest
 
 from tests.lbm_setups import LATTICES
 from tests.test_parallel_host_cuda import (
-    STEPS,
-    assert_ranks_equal_whole,
-    decomposed,
+    assert_ranks_match_numpy,
     initialize,
-    step_together,
 )
-from thelma_py.backend import select_backend
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
 
@@ -55,17 +51,9 @@ def test_host_cuda_curved_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dim
     lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
     geo = curved_geometry(case)
     params = (LwacmFused if fused else Lwacm)(nu=0.03)
-    dtype = np.dtype(precision)
-    boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, dtype, host_gpu)
-    assert "KIND_INTERPOLATED" in whole.source and whole.n_curved > 0
-    rho, u = step_together(ranks, plans, whole, STEPS)
-    reference = params.create(lattice, geo.evaluate(lattice), select_backend("cpu"), dtype)
-    initialize(reference, geo, (0,) * geo.dim, geo.shape)
-    reference.step(STEPS)
     tolerance = 1e-13 if precision == "float64" else 2e-5
-    np.testing.assert_allclose(u, reference.macroscopic()[1], rtol=0, atol=tolerance)
-    np.testing.assert_allclose(rho, reference.macroscopic()[0], rtol=0, atol=tolerance)
-    assert_ranks_equal_whole(boxes, ranks, u)
+    whole = assert_ranks_match_numpy(params, lattice, geo, dims, precision, host_gpu, tolerance)
+    assert "KIND_INTERPOLATED" in whole.source and whole.n_curved > 0
 
 
 @pytest.mark.nvcc

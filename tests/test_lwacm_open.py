@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from tests.lbm_setups import assert_restart_is_bit_for_bit
 from thelma_py.cases import open_channel as oc
 
 SCHEMES = ("lwacm", "lwacm-fused")
@@ -211,12 +212,4 @@ def test_checkpoint_restart_with_open_boundaries_is_bit_for_bit(tmp_path, scheme
     def solver():
         return oc.build_channel(8, compute=scheme, nu=NU)
 
-    straight = solver()
-    straight.run(12)
-    first = solver()
-    first.run(6)
-    path = first.save_checkpoint(tmp_path / "ck")
-    again = solver()
-    assert again.load_checkpoint(path) == 6
-    again.run(6)
-    np.testing.assert_array_equal(np.asarray(again.velocity()), np.asarray(straight.velocity()))
+    assert_restart_is_bit_for_bit(tmp_path, solver)

@@ -22,6 +22,24 @@ RUNS = (("lbm", True), ("lwacm", True), ("lwacm-fused", True), ("lwacm-fused", F
 KEYS = ("c_D", "c_L", "dp")
 
 
+def steady_run(n: int, compute: str, interpolated: bool, device: str, precision: str,
+               seconds: float) -> dict:
+    """Schäfer–Turek 2D-1 at ``n`` nodes per diameter until its drag is steady or ``seconds``
+    (building included) are spent: steps, whether steady, run seconds, MLUPS, c_D, c_L, Δp."""
+    start = time.perf_counter()
+    solver = cylinder.build(n=n, compute=compute, interpolated=interpolated, device=device,
+                            precision=precision)
+    built = time.perf_counter()
+    while solver.stop_reason is None and time.perf_counter() - start < seconds:
+        solver.run(20 * 8 * n)
+    elapsed = time.perf_counter() - built
+    nodes = solver.geometry.shape[0] * solver.geometry.shape[1]
+    return {"compute": compute, "interpolated": interpolated, "n": n,
+            "steps": int(solver.time_step), "steady": solver.stop_reason is not None,
+            "seconds": elapsed, "mlups": nodes * int(solver.time_step) / elapsed / 1e6,
+            **cylinder.schaefer_turek_measures(solver)}
+
+
 def table(records: list[dict]) -> str:
     """c_D, c_L, Δp of every run and their deviation from LBM (interpolated) at the same n."""
     lines = [f"{'n':>3} {'compute':<12} {'walls':<8} {'steps':>7} {'steady':>6} "
@@ -59,23 +77,12 @@ def main() -> None:
     for n in args.n:
         share = args.budget * weights[n] / total
         for compute, interpolated in RUNS:
-            start = time.perf_counter()
             try:
-                solver = cylinder.build(n=n, compute=compute, interpolated=interpolated,
-                                        device=args.device, precision=args.precision)
-                built = time.perf_counter()
-                while solver.stop_reason is None and time.perf_counter() - start < share:
-                    solver.run(20 * 8 * n)
+                record = steady_run(n, compute, interpolated, args.device, args.precision,
+                                    share)
             except Exception as error:  # noqa: BLE001 - record it, run the others
                 print(json.dumps({"compute": compute, "n": n, "error": repr(error)}), flush=True)
                 continue
-            seconds = time.perf_counter() - built
-            nodes = solver.geometry.shape[0] * solver.geometry.shape[1]
-            record = {"compute": compute, "interpolated": interpolated, "n": n,
-                      "steps": int(solver.time_step), "steady": solver.stop_reason is not None,
-                      "seconds": seconds,
-                      "mlups": nodes * int(solver.time_step) / seconds / 1e6,
-                      **cylinder.schaefer_turek_measures(solver)}
             records.append(record)
             print(json.dumps(record), flush=True)
             with open(args.out, "w") as handle:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+
+from curved_st import steady_run  # benchmarks/: this script's folder
 
 from thelma_py.cases import cylinder
 
@@ -31,19 +32,7 @@ def main() -> None:
     records = []
     share = args.budget / len(RUNS)
     for compute, interpolated in RUNS:
-        start = time.perf_counter()
-        solver = cylinder.build(n=args.n, compute=compute, interpolated=interpolated,
-                                device=args.device, precision=args.precision)
-        built = time.perf_counter()
-        while solver.stop_reason is None and time.perf_counter() - start < share:
-            solver.run(20 * 8 * args.n)
-        seconds = time.perf_counter() - built
-        nodes = solver.geometry.shape[0] * solver.geometry.shape[1]
-        record = {"compute": compute, "interpolated": interpolated, "n": args.n,
-                  "steps": int(solver.time_step), "steady": solver.stop_reason is not None,
-                  "seconds": seconds,
-                  "mlups": nodes * int(solver.time_step) / seconds / 1e6,
-                  **cylinder.schaefer_turek_measures(solver)}
+        record = steady_run(args.n, compute, interpolated, args.device, args.precision, share)
         records.append(record)
         print(json.dumps(record), flush=True)
     with open(args.out, "w") as handle:

@@ -253,12 +253,12 @@ PATHS = ("bulk", "rest", "moving")
 
 def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
             rounding: str = "nearest") -> str:
-    # ``path`` "curved": an INTERPOLATED node, whose wall links take the ghosts of
-    # :mod:`.curved_kernels` (the weight row ``cw`` found before)
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
-    (ghosts of walls at rest, u_g = −u: selects) or "moving" (each wall link looks up its
-    wall's velocity); with ``arms`` (an open node) the links crossing its open face take the
+    (ghosts of walls at rest, u_g = −u: selects), "moving" (each wall link looks up its
+    wall's velocity; :func:`.rule.moving_wall_ghost`) or "curved" (an INTERPOLATED node, whose
+    wall links take the ghosts of :mod:`.curved_kernels` from the weight row ``cw`` found
+    before); with ``arms`` (an open node) the links crossing its open face take the
     ghosts of :mod:`.open_kernels`."""
     axes = AXES[: lattice.d]
     march = lattice.d - 1

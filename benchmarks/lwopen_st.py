@@ -2,9 +2,9 @@
 c_D, c_L, Δp of LW-ACM within 0.5 % of LBM at 40 nodes per diameter).
 
 Runs, in order: lbm (TRT, interpolated cylinder: the validated setting), lbm staircase,
-lwacm-fused and lwacm (staircase; their curved walls: benchmarks/curved_st.py). Each runs until the drag
-is steady (relative spread 1e-6 over 40 samples 8 n steps apart, the case's rule) or its share
-of ``--budget`` seconds is spent; the JSON says which. Usage::
+lwacm-fused and lwacm (staircase; their curved walls: benchmarks/curved_st.py). Each runs
+until the drag is steady (relative spread 1e-6 over 40 samples 8 n steps apart, the case's
+rule) or its share of ``--budget`` seconds is spent; the JSON says which. Usage::
 
     python benchmarks/lwopen_st.py --n 40 --budget 170 --out out/st_lwopen.json
 """

@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/thelma-out}; mkdir -p "$out"
 python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv
-timeout 300 python3 benchmarks/lwopen_speed.py --min-blocks 0 4 ${LWSPEED_ARGS:-} \
+timeout 300 python3 benchmarks/lwopen_speed.py --min-blocks 0 ${LWSPEED_ARGS:-} \
   --json "$out/lwopen_speed.json"
 if [ -z "${LWSPEED_NO_NCU:-}" ] && command -v ncu >/dev/null; then
   for case in slip-obstacles periodic; do

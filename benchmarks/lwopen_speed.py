@@ -4,23 +4,28 @@ times them, with the ptxas register count of each kernel.
 
     python benchmarks/lwopen_speed.py [--size 256] [--min-blocks 0 4] [--json FILE]
 
-The geometries separate the causes: the open-boundary arms compiled in but almost never run
-(``zchannel``: periodic sides, inlet and outlet on the march axis), free-slip sides without
-the body (``slipbox``), the body alone (``sphere``), and the bench cases themselves.
+``--open-ghosts halo links``: the open-boundary ghosts staged into the ring (where every ghost is a
+function of its position) or built per link. The geometries separate the causes: the open-boundary
+arms compiled in but almost never run (``zchannel``: periodic sides, inlet and outlet on the march
+axis), free-slip sides without the body (``slipbox``), the body alone (``sphere``), and the bench
+cases themselves.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 from thelma_py.backend import select_backend
 from thelma_py.geometry import domain
 from thelma_py.geometry.shapes import Sphere
 from thelma_py.lattice import D3Q19
+from thelma_py.modules.compute.lwacm import open_links
 from thelma_py.tools.bench import BenchConfig, compute_params, copy_bandwidth, time_engine
 from thelma_py.tools.bench_cases import geometry_for
 
@@ -52,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--min-blocks", type=int, nargs="+", default=[0])
     parser.add_argument("--geometries", nargs="+", default=list(GEOMETRIES))
+    parser.add_argument("--open-ghosts", nargs="+", default=["halo", "links"])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     backend = select_backend("cuda")
@@ -60,10 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.geometries:
         tags = geometry(name, args.size).evaluate(D3Q19)
-        for min_blocks in args.min_blocks:
+        for min_blocks, ghosts in itertools.product(args.min_blocks, args.open_ghosts):
+            if ghosts == "links" and not open_links.arms(tags):
+                continue
             cfg = BenchConfig(compute="lwacm-fused", lattice="D3Q19", precision="float32",
                               case="periodic", size=args.size)
-            engine = compute_params(cfg).create(D3Q19, tags, backend, np.dtype("float32"))
+            params = attrs.evolve(compute_params(cfg), open_ghosts=ghosts)
+            engine = params.create(D3Q19, tags, backend, np.dtype("float32"))
             if min_blocks:
                 engine.retune(min_blocks=min_blocks)
             rng = np.random.default_rng(1)
@@ -74,12 +83,14 @@ def main(argv: list[str] | None = None) -> int:
             regs = engine.kernels[True].num_regs if hasattr(engine.kernels[True], "num_regs") \
                 else None
             row = {"geometry": name, "min_blocks": min_blocks, "registers": regs,
+                   "open_ghosts": ghosts if engine.halo else "links",
                    "arms": len(engine.config.boundaries),
                    "flagged_tiles": float((engine.tile_flags.get() != 0).mean()), **timing,
                    "fraction_of_copy": timing["mlups"] * 1e6 * engine.traffic_bytes_per_node
                    / copy}
             rows.append(row)
-            print(f"{name:15} m{min_blocks} regs {regs} arms {row['arms']:2} flagged "
+            print(f"{name:15} m{min_blocks} {row['open_ghosts']:5} regs {regs} arms "
+                  f"{row['arms']:2} flagged "
                   f"{row['flagged_tiles']:.3f}: {timing['mlups']:8.0f} MLUPS "
                   f"({row['fraction_of_copy']:.1%} of copy)", flush=True)
             del engine
@@ -87,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     base = next((r["mlups"] for r in rows if r["geometry"] == "periodic"), None)
     if base:
         for r in rows:
-            print(f"{r['geometry']:15} m{r['min_blocks']}: {r['mlups'] / base:.3f} of periodic")
+            print(f"{r['geometry']:15} m{r['min_blocks']} {r['open_ghosts']:5}: "
+                  f"{r['mlups'] / base:.3f} of periodic")
     if args.json:
         args.json.write_text(json.dumps({"copy_bandwidth_GBs": copy / 1e9, "rows": rows},
                                         indent=1))

@@ -50,18 +50,88 @@ def open_geometry(case: str) -> Geometry:
     return geo
 
 
-@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("scheme", ["two-step", "halo", "links"])
 @pytest.mark.parametrize(("case", "dims", "precision"), [
     ("3d", (1, 1, 2), "float64"), ("3d-slip", (1, 1, 3), "float32"), ("2d", (1, 2), "float64"),
     ("2d", (1, 3), "float32")])
 def test_host_cuda_open_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims, precision,
-                                                           fused):
+                                                           scheme):
+    """The two-step scheme, and the single step with its ghosts staged into the ring (halo) or
+    built per link: every whole domain here takes the halo ghosts when asked, while some rank
+    boxes (those reaching beyond an open face) fall back to links, so "ranks bit for bit"
+    also holds the two ghost paths to each other."""
     lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
     geo = open_geometry(case)
-    params = (LwacmFused if fused else Lwacm)(nu=0.02)
+    params = Lwacm(nu=0.02) if scheme == "two-step" else LwacmFused(nu=0.02, open_ghosts=scheme)
     tolerance = 1e-13 if precision == "float64" else 2e-5
     whole = assert_ranks_match_numpy(params, lattice, geo, dims, precision, host_gpu, tolerance)
     assert "open_values" in whole.source
+    assert ("fill_ghosts" in whole.source) == (scheme == "halo")
+    assert ("kind == KIND_" in whole.source) == (scheme != "halo")
+
+
+@pytest.mark.parametrize("case", ["obstacles", "slip-obstacles"])
+def test_bench_channels_take_halo_ghosts_and_no_open_arms(case):
+    """The bench channels (inlet, outlet, walls or free-slip sides, a sphere): every ghost is a
+    function of its position, so the single step carries no per-link arms and its face tiles
+    are plain (only the sphere's and the walls' tiles are flagged)."""
+    from thelma_py.modules.compute.lwacm.fused_kernels import tile_flags
+    from thelma_py.modules.compute.lwacm.halo_ghosts import halo_ghosts
+    from thelma_py.tools.bench_cases import geometry_for
+
+    lattice = LATTICES["D3Q19"]
+    tags = geometry_for(case, 128, 3).evaluate(lattice)
+    halo = halo_ghosts(lattice, tags)
+    assert halo is not None
+    flagged = tile_flags(lattice, halo.tags, open_plain=True) != 0
+    # walls beyond ±x flag 2 of the 4 tiles of a row; with free-slip sides, the sphere's tiles
+    # and the rows where a side meets the inlet or outlet face (a slip node's link across
+    # that face stays a wall link) are flagged: 3.6 % here, against 27 % before
+    walls = case == "obstacles"
+    assert flagged.mean() < (0.55 if walls else 0.04)
+    assert not (tile_flags(lattice, tags) != 0).mean() < 0.26
+
+
+def test_halo_ghosts_fall_back_where_a_ghost_is_a_stored_node():
+    """A rank box that reaches beyond an open face stores the layer where the ghosts lie: no
+    halo ghosts (None: the engine keeps the per-link arms); the whole domain has them. Two
+    links describing one cell differently: no table either."""
+    from thelma_py.modules.compute.lwacm.halo_ghosts import ghost_table, halo_ghosts
+
+    index, rows = ghost_table(np.array([3, 1, 3]), np.array(
+        [[0, 5, -1, 2], [1, 7, 6, -1], [0, 5, -1, 2]]), 5)
+    assert index.tolist() == [-1, 0, -1, 1, -1]
+    assert rows.tolist() == [[1, 7, 6, -1], [0, 5, -1, 2]]
+    assert ghost_table(np.array([3, 3]), np.array([[0, 5, -1, 2], [0, 5, -1, 3]]), 5) is None
+
+    lattice = LATTICES["D3Q19"]
+    geo = Geometry((8, 6, 5))
+    geo.inlet("-z", velocity=(0.0, 0.0, 0.02))
+    geo.outlet("+z", rho=1.0)
+    assert halo_ghosts(lattice, geo.evaluate(lattice)) is not None
+    beyond = geo.evaluate(lattice, (0, 0, -1), (8, 6, 4), ghost=True)
+    assert halo_ghosts(lattice, beyond) is None
+
+
+def halo_source(lat, real):
+    from thelma_py.modules.compute.lwacm.halo_ghosts import halo_ghosts
+    from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
+
+    lattice = LATTICES[lat]
+    geo = open_geometry("3d-slip" if lattice.d == 3 else "2d")
+    cases = halo_ghosts(lattice, geo.evaluate(lattice)).cases
+    return generate(LwacmKernelConfig(lattice, real, "fused", moving_walls=True, halo=cases))
+
+
+@pytest.mark.nvcc(sources=halo_source)
+@pytest.mark.parametrize(("lat", "real"), [("D3Q19", "float"), ("D2Q9", "double"),
+                                           ("D3Q27", "float")])
+def test_halo_ghost_kernels_compile_with_nvcc(tmp_path, lat, real):
+    from tests.nvcc import compile_cubin
+
+    result = compile_cubin(halo_source(lat, real), tmp_path, f"halo_{lat}_{real}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
 
 
 ALL_ARMS = (("VELOCITY", "-x"), ("PRESSURE", "+x"), ("OUTFLOW", "+y"), ("FREE_SLIP", "-z"),

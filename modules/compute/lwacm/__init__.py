@@ -183,6 +183,14 @@ class LwacmFused(LwacmParameters):
     ahead, decoded once per staged record) or 'async' (raw codes copied by cp.async as the
     fp32 records are, decoded at each read; fp16s only): see docs/DESIGN.md (rec16)."""
 
+    open_ghosts: str = attrs.field(default="halo",
+                                   validator=attrs.validators.in_(("halo", "links")))
+    """GPU, fp32 records: where the ghosts of open boundaries come from. 'halo': written into
+    the kernel's shared ring at their own position when the plane is staged, so the nodes of
+    an open face take the plain path (used where every ghost is a function of its position,
+    else 'links'); 'links': built per link inside the update of each open node (the arms of
+    ``open_kernels``). Both give the NumPy reference's values: see docs/DESIGN.md."""
+
     @rounding.validator
     def _check_rounding(self, _, value):
         if value != "nearest" and self.store == "fp32":

@@ -28,6 +28,7 @@ from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lwacm import fused_kernels, open_links, rule
 from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts
+from thelma_py.modules.compute.lwacm.halo_ghosts import HaloGhosts, halo_ghosts
 from thelma_py.modules.compute.lwacm.kernels import (
     LwacmKernelConfig,
     generate,
@@ -67,10 +68,12 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
         moving = bool(np.any(tags.bc_table[:, :3] != 0))
+        self.halo = self._halo_ghosts(lattice, tags)
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
-            les=params.les, boundaries=open_links.arms(tags),
+            les=params.les, boundaries=() if self.halo else open_links.arms(tags),
+            halo=self.halo.cases if self.halo else (),
             store=getattr(params, "store", "fp32"),
             rounding=getattr(params, "rounding", "nearest"),
             staging=getattr(params, "staging", "registers"),
@@ -78,7 +81,7 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
-        self.tag_words = xp.asarray(tags.tags)
+        self.tag_words = xp.asarray((self.halo.tags if self.halo else tags).tags)
         self.tile_flags = xp.asarray(tile_flags(tags))
         self.edge_bc = xp.asarray(edge_table(tags))
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
@@ -94,6 +97,11 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         self.phase = "post-even"  # the graph cache keys on (current, phase)
         self._graphs: dict = {}
         self._stream = None
+
+    def _halo_ghosts(self, lattice: Lattice, tags: NodeTags) -> HaloGhosts | None:
+        """Open-boundary ghosts staged into the ring (the single step's choice); None: per
+        link."""
+        return None
 
     def _compile(self) -> None:
         """The kernels of :attr:`config` (one RawModule per source text, cached)."""
@@ -214,14 +222,23 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         self.bc = xp.asarray(tags.bc_table.astype(self.dtype).reshape(-1))
         record = self.dtype if self.store == "fp32" else np.uint16  # 16-bit: codes
         self.buffers = [xp.zeros((*self.shape, 4), dtype=record) for _ in range(2)]
-        self.tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
+        self.tile_flags = xp.asarray(fused_kernels.tile_flags(
+            lattice, self.halo.tags if self.halo else tags, open_plain=bool(self.halo)))
+        if self.halo:
+            self.ghost_index = xp.asarray(self.halo.index)
+            self.ghost_rows = xp.asarray(self.halo.rows)
         self.args = fused_kernels.args(self.store, params.rounding,
                                        bool(self.config.boundaries),
-                                       self.config.interpolated).bind(
+                                       self.config.interpolated, bool(self.halo)).bind(
             real_t=self.dtype, node_t=self.dtype, rec_t=np.uint16, tag_t=tags.tags.dtype)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
+
+    def _halo_ghosts(self, lattice: Lattice, tags: NodeTags) -> HaloGhosts | None:
+        if self.params.open_ghosts != "halo" or self.params.store != "fp32":
+            return None
+        return halo_ghosts(lattice, tags)
 
     def retune(self, rows: int | None = None, min_blocks: int | None = None,
                chunk: int | None = None) -> None:

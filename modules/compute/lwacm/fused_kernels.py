@@ -35,7 +35,7 @@ from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import curved_kernels, open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
 from thelma_py.store16 import FORMATS, cuda_functions, cuda_stochastic
-from thelma_py.tags import LINK_SHIFT
+from thelma_py.tags import LINK_SHIFT, OPEN_KINDS, NodeKind
 
 AXES = "xyz"
 ARGS = KernelArgs("lwacm single step", [
@@ -65,12 +65,21 @@ ARGS16_SR = KernelArgs("lwacm single step, 16-bit records rounded stochastically
 rank's offset), from which each node's random bits are hashed."""
 
 
+HALO_ARGS = [Arg("ghost_index", "const int*"), Arg("ghost_rows", "const long long*"),
+             Arg("open_values", "const real_t*")]
+"""The open-boundary ghosts staged into the ring (:mod:`.halo_ghosts`), in place of the
+per-link tables of :data:`OPEN_ARGS`."""
+
+
 def args(store: str, rounding: str = "nearest", open_boundaries: bool = False,
-         curved: bool = False) -> KernelArgs:
+         curved: bool = False, halo: bool = False) -> KernelArgs:
     """The kernel arguments for the record storage ``store`` and its rounding, with the
-    open-boundary tables and the curved-wall tables (fp32 records) if asked."""
+    open-boundary tables (per link, or ``halo`` ghosts) and the curved-wall tables (fp32
+    records) if asked."""
     if store == "fp32":
         chosen = OPEN_ARGS if open_boundaries else ARGS
+        if halo:
+            chosen = KernelArgs(ARGS.label + " and halo ghosts", [*ARGS.lines, HALO_ARGS])
         if not curved:
             return chosen
         return KernelArgs(chosen.label + " and curved walls",
@@ -207,11 +216,17 @@ MOVING_TILE = 2
 """Tile flag bit: a wall link of the tile ends on a moving wall (the wall-velocity lookups)."""
 
 
-def tile_flags(lattice, tags) -> np.ndarray:
+def tile_flags(lattice, tags, open_plain: bool = False) -> np.ndarray:
     """The LBM tile flags (:data:`WALL_TILE`) with :data:`MOVING_TILE` added where a link
     of the tile crosses into a moving wall: the other flagged tiles take the ghost of a wall at
-    rest (u_g = −u) by selects alone."""
+    rest (u_g = −u) by selects alone. ``open_plain``: open nodes without wall links count as
+    fluid (their ghosts are staged into the ring, :mod:`.halo_ghosts`)."""
     flags = lbm_tile_flags(tags)
+    if open_plain:
+        layout = tags.layout
+        plain = np.isin(layout.kind(tags.tags), [NodeKind.FLUID, *OPEN_KINDS]) & (
+            layout.links(tags.tags) == 0)
+        flags = any_per_tile(~plain).astype(np.uint8) * WALL_TILE
     walls = WallLinks(lattice, tags, np.dtype(np.float64))
     if all(velocity is None for velocity in walls.velocity.values()):
         return flags
@@ -245,6 +260,89 @@ def defines(lattice, real: str, rows: int) -> str:
         f"struct __align__({align}) node_t {{ real_t rho, ux, uy, uz; }};",
         f"#define RECORD_PARTS {1 if real == 'float' else 2}  // 16-byte copies per record",
     ])
+
+
+def halo_helpers(lattice, cases) -> str:
+    """``ghost_row`` (the row of a halo cell's ghost, as :func:`.halo_ghosts.shell_index`),
+    ``halo_ghost`` (the ghost record of a row: :func:`.rule.open_ghost` of its case from the
+    mirror record m, its inner neighbour and its boundary row) and ``fill_ghosts`` (a staged
+    plane's ghosts into its ring slot), for the ``cases`` (kind, mirror axes) of
+    :class:`.halo_ghosts.HaloGhosts`."""
+    axes = AXES[: lattice.d]
+    m_u = [Expr(f"m.u{ax}", atom=True) for ax in axes]
+    arms = []
+    for number, (kind, mirror) in enumerate(cases):
+        lines = []
+        value = [None] * 4
+        if kind in rule.VALUED_KINDS:
+            lines.append("const real_t* vb = open_values + 4 * row[3];")
+            value = [Expr(f"vb[{c}]", atom=True) for c in range(4)]
+        inner = None
+        if kind in rule.INNER_KINDS:
+            lines.append("const real_t qr = src[row[2]].rho;")
+            inner = Expr("qr", atom=True)
+        rho_g, u_g = rule.open_ghost(kind, Expr("m.rho", atom=True), m_u, value, inner, mirror)
+        lines.append(f"g.rho = {rho_g};")
+        lines += [f"g.u{ax} = {u};" for ax, u in zip(axes, u_g, strict=True)]
+        body = "\n        ".join(lines)
+        arms.append(f"    case {number}: {{  // {kind}, mirrored along {list(mirror)}\n"
+                    f"        {body}\n        break;\n    }}")
+    switch = "\n".join(arms)
+    lookup = ("ghost_row(ghost_index, x0 + (k % SX) - 1, y0 + (k / SX) - HY, plane, nx, ny, "
+              "nz, periodic)" if lattice.d == 3 else
+              "ghost_row(ghost_index, x0 + (k % SX) - 1, plane, 0, nx, ny, 1, periodic)")
+    return f"""
+// The halo cell (gx, gy, gz) beyond the box: the row of its open-boundary ghost, -1 for none
+// (halo_ghosts.shell_index: the first axis along which the cell is outside picks the face).
+__device__ __forceinline__ int ghost_row(const int* __restrict__ ghost_index, int gx, int gy,
+                                         int gz, int nx, int ny, int nz, int periodic)
+{{
+    halo_index(gx, nx, periodic & 1);
+    halo_index(gy, ny, periodic & 2);
+    halo_index(gz, nz, periodic & 4);
+    if (gx < -1 || gx > nx || gy < -1 || gy > ny || gz < -1 || gz > nz) return -1;
+    const int ax = (ny + 2) * (nz + 2), ay = (nx + 2) * (nz + 2), az = (nx + 2) * (ny + 2);
+    if (gx < 0 || gx >= nx) return ghost_index[(gx >= nx) * ax + (gy + 1) + (ny + 2) * (gz + 1)];
+    if (gy < 0 || gy >= ny)
+        return ghost_index[2 * ax + (gy >= ny) * ay + (gx + 1) + (nx + 2) * (gz + 1)];
+    if (gz < 0 || gz >= nz)
+        return ghost_index[2 * (ax + ay) + (gz >= nz) * az + (gx + 1) + (nx + 2) * (gy + 1)];
+    return -1;
+}}
+
+// The ghost record of a row (case, m, inner neighbour of m, boundary row): rule.open_ghost
+__device__ __forceinline__ node_t halo_ghost(const node_t* __restrict__ src,
+                                            const long long* __restrict__ row,
+                                            const real_t* __restrict__ open_values)
+{{
+    const node_t m = src[row[1]];
+    node_t g;
+    g.rho = m.rho; g.ux = (real_t)0; g.uy = (real_t)0; g.uz = (real_t)0;
+    switch ((int)row[0]) {{
+{switch}
+    }}
+    return g;
+}}
+
+// The ghosts of a staged plane's halo cells beyond open faces, written over the zeros its
+// copies left there (the caller orders it after the copies landed and before the reads). Not
+// inlined: only blocks at an open face call it, and the ghost code in the staging loop raised
+// the kernel's registers from 60 to 116.
+__device__ __noinline__ void fill_ghosts(node_t* slot, int plane, int x0, int y0,
+                                         const node_t* __restrict__ src,
+                                         const int* __restrict__ ghost_index,
+                                         const long long* __restrict__ ghost_rows,
+                                         const real_t* __restrict__ open_values, int nx, int ny,
+                                         int nz, int periodic)
+{{
+    const int tid = threadIdx.x + PX * threadIdx.y;
+    (void)tid;
+    for (int k = STAGE_TID; k < PLANE; k += STAGE_THREADS) {{
+        const int ghost = {lookup};
+        if (ghost >= 0) slot[k] = halo_ghost(src, ghost_rows + 4 * (size_t)ghost, open_values);
+    }}
+}}
+"""
 
 
 PATHS = ("bulk", "rest", "moving")
@@ -331,20 +429,23 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
 
 
 def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
-             rounding: str = "nearest", curved: bool = False) -> str:
+             rounding: str = "nearest", curved: bool = False, halo: bool = False) -> str:
     """The update of a node in a flagged tile: fluid nodes only, or, with ``arms``, fluid and
     open nodes through one instantiation (the open links are branches inside it, so a warp
-    holding a face's boundary nodes does not run two updates); with ``curved``, INTERPOLATED
-    nodes first, through their own instantiation."""
+    holding a face's boundary nodes does not run two updates); with ``halo``, fluid and open
+    nodes alike (their ghosts are in the ring); with ``curved``, INTERPOLATED nodes first,
+    through their own instantiation."""
     if curved:
         pad = " " * 20
         search = "\n".join(pad + line for line in curved_kernels.search(lattice, "n"))
-        rest = _flagged(lattice, force, les, arms, path, store, rounding).lstrip()
+        rest = _flagged(lattice, force, les, arms, path, store, rounding,
+                        halo=halo).lstrip()
         return ("                if ((tag & TAG_KIND_MASK) == KIND_INTERPOLATED) {\n" + search
                 + "\n" + _update(lattice, force, "curved", les, (), store, rounding)
                 + "\n                } else " + rest)
     if not arms:
-        return ("                if ((tag & TAG_KIND_MASK) == KIND_FLUID) {\n"
+        kinds = "!= KIND_WALL" if halo else "== KIND_FLUID"
+        return (f"                if ((tag & TAG_KIND_MASK) {kinds}) {{\n"
                 + _update(lattice, force, path, les, (), store, rounding) + "\n                }")
     head = "\n".join(" " * 20 + line for line in open_kernels.HEADER)
     return ("                if ((tag & TAG_KIND_MASK) != KIND_WALL) {\n" + head + "\n"
@@ -353,12 +454,14 @@ def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
            les=None, arms=(), store: str = "fp32", rounding: str = "nearest",
-           staging: str = "registers", curved: bool = False) -> str:
+           staging: str = "registers", curved: bool = False, halo=()) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``arms``: the
-    (kind, face) open boundaries present; ``store``: the record storage; ``staging`` of
-    16-bit records (:data:`STAGINGS`): through registers, see :func:`_staging16`, or copied
-    raw by ``cp.async`` and decoded at read, see :func:`_staging16_async`)."""
+    (kind, face) open boundaries present, their ghosts per link; ``halo``: instead, the
+    (kind, mirror axes) cases of ghosts staged into the ring's halo (:mod:`.halo_ghosts`, fp32
+    records); ``store``: the record storage; ``staging`` of 16-bit records
+    (:data:`STAGINGS`): through registers, see :func:`_staging16`, or copied raw by
+    ``cp.async`` and decoded at read, see :func:`_staging16_async`)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -370,13 +473,45 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     px, py = fused_block(lattice, rows)
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "moving", store, rounding, curved)}
+{_flagged(lattice, force, les, arms, "moving", store, rounding, curved, bool(halo))}
 """ if moving_walls else "")
     bounds = cuda.launch_bounds(px * py, min_blocks)
     if les is not None and not min_blocks:
         bounds = f"__launch_bounds__({px * py}, LES_MIN_BLOCKS)"
-    text = ("" if les is None else LES_HELPERS) + f"""
-{args(store, rounding, bool(arms), curved).signature("lwacm_fused_step", bounds)}
+    copy = (f"const node_t* at = src + (ok ? from[r] + {plane_stride} * gm : 0); \\\n"
+            "                for (int part = 0; part < RECORD_PARTS; ++part) \\\n"
+            "                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\\n"
+            "                           (const char*)at + 16 * part, ok);")
+    stage = copy + " } } \\"
+    prologue_ghosts = step_ghosts = ""
+    if halo:  # ghosts over the zeros of the halo cells beyond open faces, once copies landed
+        fill = (f"fill_ghosts(ring + (slot) * PLANE, plane, x0, {'y0' if three else '0'}, src, "
+                "ghost_index, ghost_rows, open_values, nx, ny, nz, periodic);")
+        edge = ("const bool edge_block = !(periodic & 1) && (x0 == 0 || x0 + PX >= nx)"
+                + (" || !(periodic & 2) && (y0 == 0 || y0 + PY >= ny)" if three else "") + ";")
+        end_plane = f"!({m_periodic}) && (plane <= 0 || plane >= {m_extent} - 1)"
+        prologue_ghosts = f"""
+    // the halo cells beyond open faces take their ghosts (halo_ghosts), once the copies of
+    // their planes landed: at the faces of the plane tile, and on the planes beyond the ends
+    {edge}
+    if (edge_block || !({m_periodic}) && (march_begin == 0 || march_end >= {m_extent})) {{
+        for (int p = 0; p < 3; ++p) {{
+            const int plane = march_begin - 1 + p, slot = p;
+            if (plane <= march_end) {fill}
+        }}
+        __syncthreads();
+    }}"""
+        step_ghosts = f"""
+        {{
+            const int plane = {march} + 2, slot = below + 3 < RING ? below + 3 : below + 3 - RING;
+            if (plane <= march_end && (edge_block || {end_plane})) {{
+                {fill}
+                __syncthreads();
+            }}
+        }}"""
+    helpers = ("" if les is None else LES_HELPERS) + (halo_helpers(lattice, halo) if halo else "")
+    text = helpers + f"""
+{args(store, rounding, bool(arms), curved, bool(halo)).signature("lwacm_fused_step", bounds)}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -403,17 +538,14 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
             const int k = STAGE_TID + r * STAGE_THREADS; \\
             if (k < PLANE) {{ \\
                 const bool ok = plane_ok && stored[r]; \\
-                const node_t* at = src + (ok ? from[r] + {plane_stride} * gm : 0); \\
-                for (int part = 0; part < RECORD_PARTS; ++part) \\
-                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\
-                           (const char*)at + 16 * part, ok); }} }} \\
+                {stage}
         copies_issued(); }}
     for (int p = 0; p < 4; ++p) {{
         if (march_begin - 1 + p <= march_end) STAGE_PLANE(march_begin - 1 + p, p)
         else copies_issued();
     }}
     copies_landed_but_newest();
-    __syncthreads();
+    __syncthreads();{prologue_ghosts}
     const int x = x0 + (int)threadIdx.x;
     const int c = (threadIdx.x + 1) + SX * ({"threadIdx.y + HY" if three else "0"});
     const int tiles_x = (nx + TILE - 1) / TILE;
@@ -435,11 +567,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 {_update(lattice, force, "bulk", les, (), store, rounding)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "rest", store, rounding, curved)}
+{_flagged(lattice, force, les, arms, "rest", store, rounding, curved, bool(halo))}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step
-        __syncthreads();
+        __syncthreads();{step_ghosts}
         below = below + 1 < RING ? below + 1 : 0;
     }}
     #undef STAGE_PLANE

@@ -82,11 +82,15 @@ class LwacmKernelConfig(cuda.KernelConfig):
     """16-bit records: rounded to nearest or stochastically (:mod:`thelma_py.store16`)."""
     staging: str = attrs.field(default="registers",
                                validator=attrs.validators.in_(fused_kernels.STAGINGS))
+    """16-bit records: staged into the ring through registers or by ``cp.async``
+    (:data:`.fused_kernels.STAGINGS`); ignored with fp32 records."""
     interpolated: bool = False
     """INTERPOLATED nodes present (bodies with curved walls, :mod:`.curved_kernels`); False:
     the kernels are those without them, text for text."""
-    """16-bit records: staged into the ring through registers or by ``cp.async``
-    (:data:`.fused_kernels.STAGINGS`); ignored with fp32 records."""
+    halo: tuple = attrs.field(default=(), converter=lambda v: tuple(
+        (str(k), tuple(int(a) for a in m)) for k, m in v))
+    """Single step, fp32 records: the (kind, mirror axes) cases of open-boundary ghosts staged
+    into the ring's halo (:mod:`.halo_ghosts`), in place of per-link :attr:`boundaries`."""
 
     @property
     def plane_rows(self) -> int:
@@ -172,5 +176,6 @@ def generate(cfg: LwacmKernelConfig) -> str:
                 parts.append(fused_kernels.RING16)
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                           cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
-                                          cfg.rounding, cfg.staging, cfg.interpolated))
+                                          cfg.rounding, cfg.staging, cfg.interpolated,
+                                          cfg.halo))
     return "\n".join(parts)

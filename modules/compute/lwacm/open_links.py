@@ -38,11 +38,15 @@ def crossed(lattice: Lattice, face: int, i: int) -> list[int]:
 
 
 def tangential(lattice: Lattice, face: int, i: int) -> int | None:
-    """Direction k of c_i without its components along the faces of ``face`` (None: c_i is
-    normal to them). A link crossing the node's own face is an open link only where x − c_k is
-    not solid: where it is (a wall face, another open face or a body beyond the tangential
-    step) the ghost lies in that wall, and the link stays a wall link ("walls win at edges")."""
-    axes = [int(np.flatnonzero(n)[0]) for n in face_normals(lattice, face)]
+    """Direction k of c_i without its components along the faces of ``face`` that it crosses (None:
+    c_i is normal to them), so that x − c_k is the reflection of x − c_i across those faces, for a
+    node on an edge too (a diagonal link of an edge node that crosses one of its faces reflects to
+    the node's neighbour along the other, not to the node itself): the ghost is then a function of
+    its own position (:mod:`.halo_ghosts`). A link crossing the node's own face is an open link only
+    where x − c_k is not solid: where it is (a wall face, another open face or a body beyond the
+    tangential step) the ghost lies in that wall, and the link stays a wall link ("walls win at
+    edges")."""
+    axes = crossed(lattice, face, i)
     c = [0 if a in axes else int(v) for a, v in enumerate(lattice.c[i])]
     if not any(c):
         return None
@@ -63,6 +67,8 @@ class Link:
     """Their mirror points x − c_t (flat): the ghost x − c_i reflected across the face."""
     values: np.ndarray | None
     """(4, n) boundary rows (u_x, u_y, u_z, ρ) at the mirror points (the valued kinds)."""
+    value_rows: np.ndarray | None
+    """Their rows in ``NodeTags.open_values`` (the valued kinds)."""
     inner: np.ndarray | None
     """Flat index of x − c_t − n, the mirror point's inner neighbour (:data:`.rule.INNER_KINDS`)."""
     mirror: tuple[int, ...]
@@ -77,12 +83,20 @@ def shifted(coords, offset, shape: tuple[int, ...], periodic) -> tuple[np.ndarra
     return tuple(out)
 
 
+def stored(coords, shape: tuple[int, ...]) -> np.ndarray:
+    """Whether coordinates (x, y[, z]) lie inside an array of ``shape``."""
+    inside = np.ones(len(coords[0]), dtype=bool)
+    for x, n in zip(coords, reversed(shape), strict=True):
+        inside &= (x >= 0) & (x < n)
+    return inside
+
+
 class OpenLinks:
     """Per direction i, the open links of ``tags``; :attr:`tags` is a copy without their bits.
 
     The ghost of link i at node x is the boundary kind's rule applied to the mirror point
-    x − c_t (c_t: c_i without its components along the node's faces), the reflection of
-    x − c_i across the face: the node itself for links normal to the face, its tangential
+    x − c_t (c_t: c_i without its components along the faces it crosses), the reflection of
+    x − c_i across them: the node itself for links normal to the face, its tangential
     neighbour for the diagonal ones (so a profile across the face is seen by every link)."""
 
     def __init__(self, lattice: Lattice, tags: NodeTags, dtype: np.dtype):
@@ -112,13 +126,16 @@ class OpenLinks:
                     if k is not None:
                         side = words.dtype.type(tags.layout.link_bit(k))
                         has &= ~((original[flat] >> side) & one).astype(bool)
+                    c_t = lattice.c[k] if k is not None else np.zeros(lattice.d, dtype=int)
+                    # a mirror point beyond the array: only in a rank's ghost layer, whose
+                    # nodes are not updated (their links stay wall links)
+                    has &= stored(shifted(coords, -c_t, shape, tags.periodic), shape)
                     if not has.any():
                         continue
                     flat_words[flat[has]] &= ~(one << bit)
-                    c_t = lattice.c[k] if k is not None else np.zeros(lattice.d, dtype=int)
                     at = shifted([x[has] for x in coords], -c_t, shape, tags.periodic)
                     source = np.ravel_multi_index(tuple(reversed(at)), shape)
-                    values = inner = None
+                    values = inner = rows = None
                     if kind.name in rule.VALUED_KINDS:
                         rows = base + plane_index(face, at, tuple(reversed(shape)))
                         values = np.ascontiguousarray(tags.open_values[rows].T.astype(dtype))
@@ -126,7 +143,7 @@ class OpenLinks:
                         inner = np.ravel_multi_index(tuple(reversed(shifted(
                             at, -normal, shape, tags.periodic))), shape)
                     self.links.setdefault(i, []).append(Link(
-                        kind.name, flat[has], source, values, inner, tuple(mirror)))
+                        kind.name, flat[has], source, values, rows, inner, tuple(mirror)))
         self.tags = attrs.evolve(tags, tags=words)
 
     def __bool__(self) -> bool:

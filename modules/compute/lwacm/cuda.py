@@ -227,6 +227,8 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         if self.halo:
             self.ghost_index = xp.asarray(self.halo.index)
             self.ghost_rows = xp.asarray(self.halo.rows)
+            self.side_index = xp.asarray(self.halo.side_index)
+            self.side_rows = xp.asarray(np.ascontiguousarray(self.halo.side_rows))
         self.args = fused_kernels.args(self.store, params.rounding,
                                        bool(self.config.boundaries),
                                        self.config.interpolated, bool(self.halo)).bind(

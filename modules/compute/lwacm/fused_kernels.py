@@ -66,6 +66,7 @@ rank's offset), from which each node's random bits are hashed."""
 
 
 HALO_ARGS = [Arg("ghost_index", "const int*"), Arg("ghost_rows", "const long long*"),
+             Arg("side_index", "const int*"), Arg("side_rows", "const int*"),
              Arg("open_values", "const real_t*")]
 """The open-boundary ghosts staged into the ring (:mod:`.halo_ghosts`), in place of the
 per-link tables of :data:`OPEN_ARGS`."""
@@ -275,12 +276,8 @@ def halo_helpers(lattice, cases) -> str:
         lines = []
         value = [None] * 4
         if kind in rule.VALUED_KINDS:
-            lines.append("const real_t* vb = open_values + 4 * row[3];")
             value = [Expr(f"vb[{c}]", atom=True) for c in range(4)]
-        inner = None
-        if kind in rule.INNER_KINDS:
-            lines.append("const real_t qr = src[row[2]].rho;")
-            inner = Expr("qr", atom=True)
+        inner = Expr("qr", atom=True) if kind in rule.INNER_KINDS else None
         rho_g, u_g = rule.open_ghost(kind, Expr("m.rho", atom=True), m_u, value, inner, mirror)
         lines.append(f"g.rho = {rho_g};")
         lines += [f"g.u{ax} = {u};" for ax, u in zip(axes, u_g, strict=True)]
@@ -288,6 +285,21 @@ def halo_helpers(lattice, cases) -> str:
         arms.append(f"    case {number}: {{  // {kind}, mirrored along {list(mirror)}\n"
                     f"        {body}\n        break;\n    }}")
     switch = "\n".join(arms)
+    three = lattice.d == 3
+    edge_cells = "(2 * SY + 2 * (SX - 2))" if three else "2"
+    # the last column and row: the tile's, or the one beyond the box in a ragged tile
+    last = ("const int kx = min(SX - 1, nx - x0 + 1), ky = min(SY - 1, ny - y0 + HY);" if three
+            else "const int kx = min(SX - 1, nx - x0 + 1);")
+    edge_cell = ("t < SY ? SX * t : t < 2 * SY ? kx + SX * (t - SY) : t < 2 * SY + SX - 2"
+                 " ? t - 2 * SY + 1 : SX * ky + t - 2 * SY - SX + 3" if three
+                 else "t == 0 ? 0 : kx")
+    cell = ("int gx = x0 + (k % SX) - 1, gy = y0 + (k / SX) - HY;" if three
+            else "int gx = x0 + (k % SX) - 1;")
+    wrap_y = "halo_index(gy, ny, periodic & 2);" if three else "(void)ny; (void)y0;"
+    column = ("(gx == -1 || gx == nx) && gy >= -1 && gy <= ny ? (gx == nx) * (ny + 2) + gy + 1"
+              " : (gy == -1 || gy == ny) && gx >= 0 && gx < nx"
+              " ? 2 * (ny + 2) + (gy == ny) * nx + gx : -1" if three
+              else "gx == -1 || gx == nx ? (gx == nx) : -1")
     lookup = ("ghost_row(ghost_index, x0 + (k % SX) - 1, y0 + (k / SX) - HY, plane, nx, ny, "
               "nz, periodic)" if lattice.d == 3 else
               "ghost_row(ghost_index, x0 + (k % SX) - 1, plane, 0, nx, ny, 1, periodic)")
@@ -310,18 +322,69 @@ __device__ __forceinline__ int ghost_row(const int* __restrict__ ghost_index, in
     return -1;
 }}
 
-// The ghost record of a row (case, m, inner neighbour of m, boundary row): rule.open_ghost
+// The ghost record of case c (rule.open_ghost) from the mirror record m, the density qr of
+// m's inner neighbour and the boundary row vb (either unused where the kind has none)
+__device__ __forceinline__ node_t ghost_of(int c, node_t m, real_t qr, const real_t* vb)
+{{
+    node_t g;
+    g.rho = m.rho; g.ux = (real_t)0; g.uy = (real_t)0; g.uz = (real_t)0;
+    (void)qr; (void)vb;
+    switch (c) {{
+{switch}
+    }}
+    return g;
+}}
+
+// The ghost record of a row (case, m, inner neighbour of m, boundary row)
 __device__ __forceinline__ node_t halo_ghost(const node_t* __restrict__ src,
                                             const long long* __restrict__ row,
                                             const real_t* __restrict__ open_values)
 {{
-    const node_t m = src[row[1]];
-    node_t g;
-    g.rho = m.rho; g.ux = (real_t)0; g.uy = (real_t)0; g.uz = (real_t)0;
-    switch ((int)row[0]) {{
-{switch}
+    return ghost_of((int)row[0], src[row[1]], row[2] >= 0 ? src[row[2]].rho : (real_t)0,
+                    open_values + 4 * (row[3] >= 0 ? row[3] : 0));
+}}
+
+// A side ghost (halo_ghosts.side_columns): the ring index of its halo cell | m's << 9 | the
+// inner neighbour's << 18 | case << 27 (NO_SIDE: none), the boundary row at plane 0 (-1:
+// none) and its step per plane
+#define NO_SIDE 0xFFFFFFFFu
+#define EDGE_CELLS {edge_cells}  // halo cells on the edges of a plane tile
+struct SideCell {{ unsigned cell; int v0, vs; }};
+
+// The side ghost of edge cell t of the block's plane tile (left and right columns, then the
+// bottom and top rows between them; in a ragged tile the right column and top row are those
+// just beyond the box), or none
+__device__ __forceinline__ SideCell side_of(int t, int x0, int y0, int nx, int ny, int periodic,
+                                            const int* __restrict__ side_index,
+                                            const int* __restrict__ side_rows)
+{{
+    {last}
+    const int k = {edge_cell};
+    {cell}
+    halo_index(gx, nx, periodic & 1);
+    {wrap_y}
+    const int column = {column};
+    const int row = column >= 0 ? side_index[column] : -1;
+    SideCell s = {{NO_SIDE, -1, 0}};
+    if (row >= 0) {{
+        const int* r = side_rows + 7 * row;  // case, m - g, inner - g, boundary row, step
+        s.cell = (unsigned)k | (unsigned)(k + r[1] + SX * r[2]) << 9
+                 | (unsigned)(k + r[3] + SX * r[4]) << 18 | (unsigned)r[0] << 27;
+        s.v0 = r[5];
+        s.vs = r[6];
     }}
-    return g;
+    return s;
+}}
+
+// A side ghost into a plane's ring slot: m and the inner neighbour lie in the same plane,
+// landed and visible. Not inlined (see fill_ghosts).
+__device__ __noinline__ void side_ghost(node_t* slot, SideCell s, int plane,
+                                        const real_t* __restrict__ open_values)
+{{
+    if (s.cell == NO_SIDE) return;
+    const int k = s.cell & 511, m = (s.cell >> 9) & 511, i = (s.cell >> 18) & 511;
+    slot[k] = ghost_of((int)(s.cell >> 27), slot[m], slot[i].rho,
+                       open_values + 4 * (s.v0 >= 0 ? s.v0 + (size_t)s.vs * plane : 0));
 }}
 
 // The ghosts of a staged plane's halo cells beyond open faces, written over the zeros its
@@ -343,6 +406,65 @@ __device__ __noinline__ void fill_ghosts(node_t* slot, int plane, int x0, int y0
     }}
 }}
 """
+
+
+def _halo_fills(three: bool, march: str, m_extent: str, m_periodic: str) -> tuple[str, str]:
+    """Kernel text that writes the ghosts of :mod:`.halo_ghosts` over the zeros the copies
+    left in halo cells beyond open faces, after the copies of a plane landed and before it is
+    read: after the prologue (its three landed planes) and at the end of each step (plane
+    ``march`` + 2). The ends of the march axis (planes −1, 0, n − 1, n) take every ghost of
+    the plane from its row (``fill_ghosts``, global loads); the planes between them, in blocks
+    at an x (or y) face, take the side ghosts, each thread rebuilding its own halo cell from
+    the ring (``side_ghost``; the cell found once per block, ``side_of``; a host thread, run
+    alone, rebuilds them all)."""
+    y0 = "y0" if three else "0"
+    fill = (f"fill_ghosts(ring + (slot) * PLANE, plane, x0, {y0}, src, ghost_index, "
+            "ghost_rows, open_values, nx, ny, nz, periodic);")
+    wrap = f"int plane_m = plane; halo_index(plane_m, {m_extent}, {m_periodic});"
+    ends = (f"!({m_periodic}) && (plane < 0 || plane >= {m_extent} || edge_block && "
+            f"(plane == 0 || plane == {m_extent} - 1))")
+    edge = ("!(periodic & 1) && (x0 == 0 || x0 + PX >= nx)"
+            + (" || !(periodic & 2) && (y0 == 0 || y0 + PY >= ny)" if three else ""))
+    find = f"side_of(t, x0, {y0}, nx, ny, periodic, side_index, side_rows)"
+    side = ("#ifdef THELMA_HOST_THREADS\n"
+            f"            for (int t = 0; t < EDGE_CELLS; ++t) side_ghost(ring + (slot) * PLANE,"
+            f" {find}, plane_m, open_values);\n"
+            "#else\n"
+            "            side_ghost(ring + (slot) * PLANE, mine, plane_m, open_values);\n"
+            "#endif")
+    prologue = f"""
+    // ghosts beyond open faces (halo_ghosts): this thread's side cell, if it has one
+    const bool edge_block = {edge};
+#ifdef THELMA_HOST_THREADS
+    const bool side_block = edge_block;
+#else
+    const int t = tid;
+    const SideCell mine = edge_block && tid < EDGE_CELLS ? {find} : SideCell{{NO_SIDE, -1, 0}};
+    const bool side_block = __syncthreads_or(mine.cell != NO_SIDE);
+#endif
+    for (int p = 0; p < 3; ++p) {{
+        const int plane = march_begin - 1 + p, slot = p;
+        {wrap}
+        if (plane > march_end) continue;
+        if ({ends}) {fill}
+        else if (side_block) {{
+{side}
+        }}
+    }}
+    __syncthreads();"""
+    step = f"""
+        {{
+            const int plane = {march} + 2, slot = below + 3 < RING ? below + 3 : below + 3 - RING;
+            {wrap}
+            if (plane <= march_end && ({ends})) {{
+                {fill}
+                __syncthreads();
+            }} else if (plane <= march_end && side_block) {{
+{side}
+                __syncthreads();
+            }}
+        }}"""
+    return prologue, step
 
 
 PATHS = ("bulk", "rest", "moving")
@@ -485,30 +607,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     stage = copy + " } } \\"
     prologue_ghosts = step_ghosts = ""
     if halo:  # ghosts over the zeros of the halo cells beyond open faces, once copies landed
-        fill = (f"fill_ghosts(ring + (slot) * PLANE, plane, x0, {'y0' if three else '0'}, src, "
-                "ghost_index, ghost_rows, open_values, nx, ny, nz, periodic);")
-        edge = ("const bool edge_block = !(periodic & 1) && (x0 == 0 || x0 + PX >= nx)"
-                + (" || !(periodic & 2) && (y0 == 0 || y0 + PY >= ny)" if three else "") + ";")
-        end_plane = f"!({m_periodic}) && (plane <= 0 || plane >= {m_extent} - 1)"
-        prologue_ghosts = f"""
-    // the halo cells beyond open faces take their ghosts (halo_ghosts), once the copies of
-    // their planes landed: at the faces of the plane tile, and on the planes beyond the ends
-    {edge}
-    if (edge_block || !({m_periodic}) && (march_begin == 0 || march_end >= {m_extent})) {{
-        for (int p = 0; p < 3; ++p) {{
-            const int plane = march_begin - 1 + p, slot = p;
-            if (plane <= march_end) {fill}
-        }}
-        __syncthreads();
-    }}"""
-        step_ghosts = f"""
-        {{
-            const int plane = {march} + 2, slot = below + 3 < RING ? below + 3 : below + 3 - RING;
-            if (plane <= march_end && (edge_block || {end_plane})) {{
-                {fill}
-                __syncthreads();
-            }}
-        }}"""
+        prologue_ghosts, step_ghosts = _halo_fills(three, march, m_extent, m_periodic)
     helpers = ("" if les is None else LES_HELPERS) + (halo_helpers(lattice, halo) if halo else "")
     text = helpers + f"""
 {args(store, rounding, bool(arms), curved, bool(halo)).signature("lwacm_fused_step", bounds)}

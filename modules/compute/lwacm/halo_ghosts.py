@@ -40,6 +40,11 @@ class HaloGhosts:
     """int32 per padded face cell: the ghost's row in :attr:`rows`, or −1."""
     rows: np.ndarray
     """int64 (n, 4): case, m, inner neighbour of m, boundary row."""
+    side_index: np.ndarray
+    """int32 per column of the plane axes' faces: a row of :attr:`side_rows` or −1
+    (:func:`side_columns`)."""
+    side_rows: np.ndarray
+    """int32 (n, 7) of :func:`side_columns`."""
     tags: NodeTags
     """The tags with the open links' bits cleared (their ghosts come from the ring)."""
 
@@ -104,7 +109,65 @@ def halo_ghosts(lattice: Lattice, tags: NodeTags) -> HaloGhosts | None:
                         table_size(extents))
     if table is None:
         return None
-    return HaloGhosts(tuple(cases), *table, links.tags)
+    sides = side_columns(lattice.d, shape, tags.periodic[-1], *table)
+    if sides is None:
+        return None
+    return HaloGhosts(tuple(cases), *table, *sides, links.tags)
+
+
+def side_columns(dim: int, shape: tuple[int, ...], march_periodic: bool, index: np.ndarray,
+                 rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ghosts beyond the faces of the plane axes (x, and y in 3D) by column, so that a
+    block finds its own once and rebuilds them from the ring plane by plane: ``side_index``
+    (int32; per face −x, +x (by y + 1 in 3D), then −y, +y (by x + 1): a row or −1) and
+    ``side_rows`` (int32 (n, 7): case, m − g along x and y, inner neighbour − g along x and
+    y, the boundary row at plane 0 and its step per plane, −1 and 0 for none). A column's
+    ghosts must agree on every plane the kernel rebuilds (all planes on a periodic march
+    axis, else 1 ... n − 2; the end planes take the per-cell rows): the same case, m and its
+    inner neighbour in the ghost's own plane at a fixed offset, the boundary row a linear
+    function of the plane; None otherwise."""
+    extents = padded_extents(shape)
+    nm = extents[dim - 1]
+    planes = np.arange(nm) if march_periodic else np.arange(1, nm - 1)
+    columns: list[tuple[int, ...]] = []  # (gx, gy) per column; gy = 0 in 2D
+    for gx in (-1, extents[0]):
+        columns += [(gx, gy) for gy in (range(-1, extents[1] + 1) if dim == 3 else [0])]
+    if dim == 3:
+        for gy in (-1, extents[1]):
+            columns += [(gx, gy) for gx in range(extents[0])]
+    side_index = np.full(len(columns), -1, dtype=np.int32)
+    side_rows = []
+    for number, (gx, gy) in enumerate(columns):
+        if not len(planes):
+            break
+        g = np.array([np.full(len(planes), gx), np.full(len(planes), gy), planes] if dim == 3
+                     else [np.full(len(planes), gx), planes, np.zeros(len(planes), int)])
+        found = index[shell_index(g, extents)]
+        if (found < 0).all():
+            continue
+        if (found < 0).any():
+            return None
+        r = rows[found]
+        m = np.array(np.unravel_index(r[:, 1], shape)[::-1])  # x, y[, z]
+        offsets = [m[0] - gx] + ([m[1] - gy] if dim == 3 else [])
+        in_plane = m[dim - 1] == planes
+        inner = np.array(np.unravel_index(np.maximum(r[:, 2], 0), shape)[::-1])
+        inner_offsets = [inner[0] - gx] + ([inner[1] - gy] if dim == 3 else [])
+        inner_in_plane = (r[:, 2] < 0).all() or (inner[dim - 1] == planes).all()
+        step = (r[1:, 3] - r[:-1, 3]) if len(planes) > 1 else np.zeros(1, dtype=np.int64)
+        fixed = [r[:, 0], *offsets] + ([] if (r[:, 2] < 0).all() else inner_offsets)
+        if not (in_plane.all() and inner_in_plane and all((v == v[0]).all() for v in fixed)
+                and (step == step[0]).all() and ((r[:, 3] < 0).all() or (r[:, 3] >= 0).all())):
+            return None
+        has_inner, has_value = r[0, 2] >= 0, r[0, 3] >= 0
+        vs = int(step[0]) if has_value else 0
+        side_index[number] = len(side_rows)
+        side_rows.append([int(r[0, 0]), int(offsets[0][0]),
+                          int(offsets[1][0]) if dim == 3 else 0,
+                          int(inner_offsets[0][0]) if has_inner else 0,
+                          int(inner_offsets[1][0]) if has_inner and dim == 3 else 0,
+                          int(r[0, 3] - vs * planes[0]) if has_value else -1, vs])
+    return side_index, np.array(side_rows or [[0] * 7], dtype=np.int32).reshape(-1, 7)
 
 
 def ghost_table(cell: np.ndarray, rows: np.ndarray, size: int

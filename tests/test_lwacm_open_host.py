@@ -24,6 +24,23 @@ def open_geometry(case: str) -> Geometry:
     a moving sphere. '3d-slip': uniform inlet −x, outflow +x, free slip on ±y and ±z (edges),
     a sphere at rest. '2d': profile inlet −x (equilibrium kind), outflow +x, free slip +y,
     wall −y, a moving disc."""
+    if case == "2d-march":  # along the march axis (y in 2D), free-slip sides
+        geo = Geometry((12, 16))
+        geo.inlet("-y", velocity=lambda x, y: (0.002 + 0 * x, 0.03 + 0.002 * x, 0 * x))
+        geo.outlet("+y", rho=1.0)
+        geo.free_slip("-x")
+        geo.free_slip("+x")
+        geo.wall(Sphere((5.6, 7.2), 2.4), velocity=(0.01, 0.0))
+        return geo
+    if case == "3d-march":  # along the march axis (z), free-slip sides with their edges
+        geo = Geometry((9, 7, 12))
+        geo.inlet("-z", velocity=lambda x, y, z: (0.001 + 0 * x, -0.002 + 0 * y,
+                                                  0.03 + 0.001 * x * y))
+        geo.outflow("+z")
+        for face in ("-x", "+x", "-y", "+y"):
+            geo.free_slip(face)
+        geo.wall(Sphere((4.3, 3.1, 5.6), 1.9), velocity=(0.0, 0.01, -0.01))
+        return geo
     if case == "2d":
         geo = Geometry((20, 12))
         geo.inlet("-x", velocity=lambda x, y: (0.03 + 0.002 * y, 0.004 + 0 * y, 0 * y),
@@ -53,74 +70,70 @@ def open_geometry(case: str) -> Geometry:
 @pytest.mark.parametrize("scheme", ["two-step", "halo", "links"])
 @pytest.mark.parametrize(("case", "dims", "precision"), [
     ("3d", (1, 1, 2), "float64"), ("3d-slip", (1, 1, 3), "float32"), ("2d", (1, 2), "float64"),
-    ("2d", (1, 3), "float32")])
+    ("2d", (1, 3), "float32"), ("3d-march", (1, 1, 3), "float64"),
+    ("2d-march", (1, 3), "float32")])
 def test_host_cuda_open_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims, precision,
                                                            scheme):
-    """The two-step scheme, and the single step with its ghosts staged into the ring (halo) or
-    built per link: every whole domain here takes the halo ghosts when asked, while some rank
-    boxes (those reaching beyond an open face) fall back to links, so "ranks bit for bit"
-    also holds the two ghost paths to each other."""
+    """The two-step scheme, and the single step with free-slip side ghosts staged as copies
+    (halo, where the geometry allows: the '-march' cases, whose inlet and outlet lie across
+    the march axis; the end planes then run the per-link kernel) or per link. Rank boxes that
+    reach beyond an open face fall back to links, so "ranks bit for bit" also holds the two
+    ghost paths to each other."""
     lattice = LATTICES["D3Q19" if len(dims) == 3 else "D2Q9"]
     geo = open_geometry(case)
     params = Lwacm(nu=0.02) if scheme == "two-step" else LwacmFused(nu=0.02, open_ghosts=scheme)
     tolerance = 1e-13 if precision == "float64" else 2e-5
     whole = assert_ranks_match_numpy(params, lattice, geo, dims, precision, host_gpu, tolerance)
-    assert "open_values" in whole.source
-    assert ("fill_ghosts" in whole.source) == (scheme == "halo")
-    assert ("kind == KIND_" in whole.source) == (scheme != "halo")
+    sides = scheme == "halo" and case.endswith("-march")
+    assert ("side_columns" in whole.source) == sides
+    assert ("open_values" in whole.source) != sides
+    if sides:
+        assert whole.sides.end_planes == (0, geo.shape[-1] - 1)
 
 
 @pytest.mark.parametrize("case", ["obstacles", "slip-obstacles"])
-def test_bench_channels_take_halo_ghosts_and_no_open_arms(case):
-    """The bench channels (inlet, outlet, walls or free-slip sides, a sphere): every ghost is a
-    function of its position, so the single step carries no per-link arms and its face tiles
-    are plain (only the sphere's and the walls' tiles are flagged)."""
+def test_bench_channels_take_side_ghosts_and_no_open_arms(case):
+    """The bench channels (inlet and outlet across z, walls or free-slip sides, a sphere): the
+    single step's main kernel carries no per-link arms and its free-slip face tiles are plain
+    (only the sphere's and the walls' tiles are flagged); the end planes run per link."""
     from thelma_py.modules.compute.lwacm.fused_kernels import tile_flags
-    from thelma_py.modules.compute.lwacm.halo_ghosts import halo_ghosts
+    from thelma_py.modules.compute.lwacm.halo_ghosts import side_ghosts
     from thelma_py.tools.bench_cases import geometry_for
 
     lattice = LATTICES["D3Q19"]
     tags = geometry_for(case, 128, 3).evaluate(lattice)
-    halo = halo_ghosts(lattice, tags)
-    assert halo is not None
-    flagged = tile_flags(lattice, halo.tags, open_plain=True) != 0
-    # walls beyond ±x flag 2 of the 4 tiles of a row; with free-slip sides, the sphere's tiles
-    # and the rows where a side meets the inlet or outlet face (a slip node's link across
-    # that face stays a wall link) are flagged: 3.6 % here, against 27 % before
+    sides = side_ghosts(lattice, tags)
+    assert sides is not None and sides.end_planes == (0, 127)
+    flagged = tile_flags(lattice, sides.tags, open_plain=True) != 0
+    # walls beyond ±x flag 2 of the 4 tiles of a row; with free-slip sides only the sphere's
+    # tiles and the rows where a side meets the end planes (a slip node's link across that
+    # face stays a wall link) are flagged: 3.6 % here, against 27 % before
     walls = case == "obstacles"
     assert flagged.mean() < (0.55 if walls else 0.04)
     assert not (tile_flags(lattice, tags) != 0).mean() < 0.26
+    assert (sides.columns[:, 0] != 0).sum() == (0 if walls else 2 * 130 + 2 * 128)
 
 
-def test_halo_ghosts_fall_back_where_a_ghost_is_a_stored_node():
-    """A rank box that reaches beyond an open face stores the layer where the ghosts lie: no
-    halo ghosts (None: the engine keeps the per-link arms); the whole domain has them. Two
-    links describing one cell differently: no table either."""
-    from thelma_py.modules.compute.lwacm.halo_ghosts import ghost_table, halo_ghosts
-
-    index, rows = ghost_table(np.array([3, 1, 3]), np.array(
-        [[0, 5, -1, 2], [1, 7, 6, -1], [0, 5, -1, 2]]), 5)
-    assert index.tolist() == [-1, 0, -1, 1, -1]
-    assert rows.tolist() == [[1, 7, 6, -1], [0, 5, -1, 2]]
-    assert ghost_table(np.array([3, 3]), np.array([[0, 5, -1, 2], [0, 5, -1, 3]]), 5) is None
+def test_side_ghosts_fall_back_where_the_kernel_cannot_stage_them():
+    """An inlet on a side face (its ghost needs boundary rows), or a rank box that stores the
+    layer beyond an open face: no side ghosts (None: the engine keeps the per-link arms)."""
+    from thelma_py.modules.compute.lwacm.halo_ghosts import side_ghosts
 
     lattice = LATTICES["D3Q19"]
     geo = Geometry((8, 6, 5))
     geo.inlet("-z", velocity=(0.0, 0.0, 0.02))
     geo.outlet("+z", rho=1.0)
-    assert halo_ghosts(lattice, geo.evaluate(lattice)) is not None
-    beyond = geo.evaluate(lattice, (0, 0, -1), (8, 6, 4), ghost=True)
-    assert halo_ghosts(lattice, beyond) is None
+    geo.free_slip("-x")
+    assert side_ghosts(lattice, geo.evaluate(lattice)) is not None
+    assert side_ghosts(lattice, geo.evaluate(lattice, (0, 0, -1), (8, 6, 4), ghost=True)) is None
+    assert side_ghosts(lattice, open_geometry("3d").evaluate(lattice)) is None
 
 
 def halo_source(lat, real):
-    from thelma_py.modules.compute.lwacm.halo_ghosts import halo_ghosts
     from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
 
-    lattice = LATTICES[lat]
-    geo = open_geometry("3d-slip" if lattice.d == 3 else "2d")
-    cases = halo_ghosts(lattice, geo.evaluate(lattice)).cases
-    return generate(LwacmKernelConfig(lattice, real, "fused", moving_walls=True, halo=cases))
+    return generate(LwacmKernelConfig(LATTICES[lat], real, "fused", moving_walls=True,
+                                      side_ghosts=True))
 
 
 @pytest.mark.nvcc(sources=halo_source)

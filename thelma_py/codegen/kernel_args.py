@@ -28,8 +28,7 @@ import numpy as np
 GIVEN = None
 """``Arg.source`` of a value given at each launch (``pack(..., name=value)``)."""
 _ABSENT = object()
-BUILTIN = {"int": np.dtype(np.int32), "unsigned char": np.dtype(np.uint8),
-           "long long": np.dtype(np.int64)}
+BUILTIN = {"int": np.dtype(np.int32), "unsigned char": np.dtype(np.uint8)}
 """Host dtypes of the C types that are not typedefs."""
 
 

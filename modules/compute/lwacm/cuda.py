@@ -28,7 +28,7 @@ from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lwacm import fused_kernels, open_links, rule
 from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts
-from thelma_py.modules.compute.lwacm.halo_ghosts import HaloGhosts, halo_ghosts
+from thelma_py.modules.compute.lwacm.halo_ghosts import SideGhosts, side_ghosts
 from thelma_py.modules.compute.lwacm.kernels import (
     LwacmKernelConfig,
     generate,
@@ -68,12 +68,12 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
         moving = bool(np.any(tags.bc_table[:, :3] != 0))
-        self.halo = self._halo_ghosts(lattice, tags)
+        self.sides = self._side_ghosts(lattice, tags)
         self.config = LwacmKernelConfig(
             lattice=lattice, real="float" if self.dtype == np.float32 else "double",
             scheme=self.scheme, force=params.force, moving_walls=moving, block=TWO_STEP_BLOCK,
-            les=params.les, boundaries=() if self.halo else open_links.arms(tags),
-            halo=self.halo.cases if self.halo else (),
+            les=params.les, boundaries=() if self.sides else open_links.arms(tags),
+            side_ghosts=bool(self.sides),
             store=getattr(params, "store", "fp32"),
             rounding=getattr(params, "rounding", "nearest"),
             staging=getattr(params, "staging", "registers"),
@@ -81,7 +81,7 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
-        self.tag_words = xp.asarray((self.halo.tags if self.halo else tags).tags)
+        self.tag_words = xp.asarray((self.sides.tags if self.sides else tags).tags)
         self.tile_flags = xp.asarray(tile_flags(tags))
         self.edge_bc = xp.asarray(edge_table(tags))
         self.periodic = sum(1 << a for a, p in enumerate(tags.periodic) if p)
@@ -98,9 +98,8 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         self._graphs: dict = {}
         self._stream = None
 
-    def _halo_ghosts(self, lattice: Lattice, tags: NodeTags) -> HaloGhosts | None:
-        """Open-boundary ghosts staged into the ring (the single step's choice); None: per
-        link."""
+    def _side_ghosts(self, lattice: Lattice, tags: NodeTags) -> SideGhosts | None:
+        """Free-slip side ghosts staged as copies (the single step's choice); None: per link."""
         return None
 
     def _compile(self) -> None:
@@ -223,24 +222,36 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         record = self.dtype if self.store == "fp32" else np.uint16  # 16-bit: codes
         self.buffers = [xp.zeros((*self.shape, 4), dtype=record) for _ in range(2)]
         self.tile_flags = xp.asarray(fused_kernels.tile_flags(
-            lattice, self.halo.tags if self.halo else tags, open_plain=bool(self.halo)))
-        if self.halo:
-            self.ghost_index = xp.asarray(self.halo.index)
-            self.ghost_rows = xp.asarray(self.halo.rows)
-            self.side_index = xp.asarray(self.halo.side_index)
-            self.side_rows = xp.asarray(np.ascontiguousarray(self.halo.side_rows))
+            lattice, self.sides.tags if self.sides else tags, open_plain=bool(self.sides)))
+        types = {"real_t": self.dtype, "node_t": self.dtype, "rec_t": np.uint16,
+                 "tag_t": tags.tags.dtype}
         self.args = fused_kernels.args(self.store, params.rounding,
                                        bool(self.config.boundaries),
-                                       self.config.interpolated, bool(self.halo)).bind(
-            real_t=self.dtype, node_t=self.dtype, rec_t=np.uint16, tag_t=tags.tags.dtype)
+                                       self.config.interpolated, bool(self.sides)).bind(**types)
+        if self.sides:
+            self.side_columns = xp.asarray(self.sides.columns.reshape(-1))
+            self.link_tag_words = xp.asarray(tags.tags)
+            self.link_tile_flags = xp.asarray(fused_kernels.tile_flags(lattice, tags))
+            self.end_args = fused_kernels.end_args(self.config.interpolated).bind(**types)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
 
-    def _halo_ghosts(self, lattice: Lattice, tags: NodeTags) -> HaloGhosts | None:
+    def _side_ghosts(self, lattice: Lattice, tags: NodeTags) -> SideGhosts | None:
         if self.params.open_ghosts != "halo" or self.params.store != "fp32":
             return None
-        return halo_ghosts(lattice, tags)
+        return side_ghosts(lattice, tags)
+
+    def _compile(self) -> None:
+        """The kernels of :attr:`config`, and with side ghosts the per-link kernel of the end
+        planes (:attr:`end_kernels`)."""
+        super()._compile()
+        if self.sides and self.sides.end_planes:
+            links = attrs.evolve(self.config, side_ghosts=False,
+                                 boundaries=open_links.arms(self.tags))
+            module = compile_module(generate(links))
+            self.end_kernels = {store: module.get_function(name)
+                                for store, name in kernel_names(self.scheme).items()}
 
     def retune(self, rows: int | None = None, min_blocks: int | None = None,
                chunk: int | None = None) -> None:
@@ -368,26 +379,43 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
                 planes: tuple[int, int] | None = None) -> None:
         """One step kernel on the current stream; ``rows``/``planes`` = (first, count) limit it
         to part of the y rows / z planes (y rows in 2D: the march axis there), ``advance``
-        False keeps the buffer parity (the caller launches the other parts of the step)."""
-        px, py = self.block
+        False keeps the buffer parity (the caller launches the other parts of the step). With
+        side ghosts, the end planes of the march axis go to the per-link kernel."""
         three = self.lattice.d == 3
         march_extent = self.nz if three else self.ny
         row_first, row_count = (rows if three and rows else (0, self.ny))
         march_first, march_count = planes if three and planes else (
             rows if not three and rows else (0, march_extent))
+        ends = self.sides.end_planes if self.sides else ()
+        start = march_first
+        for end in [p for p in ends if march_first <= p < march_first + march_count]:
+            if end > start:
+                self._launch_part(self.kernels[store], self.args, row_first, row_count,
+                                  start, end - start)
+            self._launch_part(self.end_kernels[store], self.end_args, row_first, row_count,
+                              end, 1)
+            start = end + 1
+        if start < march_first + march_count:
+            self._launch_part(self.kernels[store], self.args, row_first, row_count, start,
+                              march_first + march_count - start)
+        if advance:
+            self.current = 1 - self.current
+            self.clock += 1
+
+    def _launch_part(self, kernel, args, row_first: int, row_count: int, march_first: int,
+                     march_count: int) -> None:
+        px, py = self.block
+        three = self.lattice.d == 3
         grid = (-(-self.nx // px), -(-row_count // py) if three else 1,
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)
         seed = {"seed": np.int32(self.clock % 2**31)} if self.stochastic else {}
-        args = self.args.pack(self, src=self.buffers[self.current],
-                              dst=self.buffers[1 - self.current], row_first=row_first,
-                              row_last=row_first + row_count, march_first=march_first,
-                              march_last=march_first + march_count, **seed)
-        self.kernels[store](grid, (px, py, 1), args)
-        if advance:
-            self.current = 1 - self.current
-            self.clock += 1
+        values = args.pack(self, src=self.buffers[self.current],
+                           dst=self.buffers[1 - self.current], row_first=row_first,
+                           row_last=row_first + row_count, march_first=march_first,
+                           march_last=march_first + march_count, **seed)
+        kernel(grid, (px, py, 1), values)
 
     def step(self, n: int = 1) -> None:
         """``n`` steps; with stochastic rounding each launch gets its own seed, so no CUDA graph

@@ -24,6 +24,7 @@ traced rule with and without the wall fix-ups.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from thelma_py.codegen import cuda
@@ -65,22 +66,19 @@ ARGS16_SR = KernelArgs("lwacm single step, 16-bit records rounded stochastically
 rank's offset), from which each node's random bits are hashed."""
 
 
-HALO_ARGS = [Arg("ghost_index", "const int*"), Arg("ghost_rows", "const long long*"),
-             Arg("side_index", "const int*"), Arg("side_rows", "const int*"),
-             Arg("open_values", "const real_t*")]
-"""The open-boundary ghosts staged into the ring (:mod:`.halo_ghosts`), in place of the
-per-link tables of :data:`OPEN_ARGS`."""
+SIDE_ARGS = [Arg("side_columns", "const int*")]
+"""The free-slip side ghosts staged as flipped copies (:mod:`.halo_ghosts`)."""
 
 
 def args(store: str, rounding: str = "nearest", open_boundaries: bool = False,
-         curved: bool = False, halo: bool = False) -> KernelArgs:
+         curved: bool = False, sides: bool = False) -> KernelArgs:
     """The kernel arguments for the record storage ``store`` and its rounding, with the
-    open-boundary tables (per link, or ``halo`` ghosts) and the curved-wall tables (fp32
-    records) if asked."""
+    open-boundary tables (per link, or the ``sides`` staged as copies) and the curved-wall
+    tables (fp32 records) if asked."""
     if store == "fp32":
         chosen = OPEN_ARGS if open_boundaries else ARGS
-        if halo:
-            chosen = KernelArgs(ARGS.label + " and halo ghosts", [*ARGS.lines, HALO_ARGS])
+        if sides:
+            chosen = KernelArgs(ARGS.label + " and side ghosts", [*ARGS.lines, SIDE_ARGS])
         if not curved:
             return chosen
         return KernelArgs(chosen.label + " and curved walls",
@@ -89,6 +87,17 @@ def args(store: str, rounding: str = "nearest", open_boundaries: bool = False,
     if not open_boundaries:
         return chosen
     return KernelArgs(chosen.label + " and open boundaries", [*chosen.lines, OPEN_ARGS.lines[-1]])
+
+
+def end_args(curved: bool = False) -> KernelArgs:
+    """The arguments of the per-link kernel that updates the end planes beside side ghosts:
+    :func:`args` with open boundaries, its tags and tile flags those with the open links'
+    bits (engine attributes ``link_tag_words``, ``link_tile_flags``)."""
+    sources = {"tags": "link_tag_words", "tile_flags": "link_tile_flags"}
+    chosen = args("fp32", open_boundaries=True, curved=curved)
+    return KernelArgs(chosen.label + " (end planes)", [
+        [attrs.evolve(a, source=sources[a.name]) if a.name in sources else a for a in line]
+        for line in chosen.lines])
 
 
 def helpers16(store: str, rounding: str = "nearest") -> str:
@@ -263,210 +272,6 @@ def defines(lattice, real: str, rows: int) -> str:
     ])
 
 
-def halo_helpers(lattice, cases) -> str:
-    """``ghost_row`` (the row of a halo cell's ghost, as :func:`.halo_ghosts.shell_index`),
-    ``halo_ghost`` (the ghost record of a row: :func:`.rule.open_ghost` of its case from the
-    mirror record m, its inner neighbour and its boundary row) and ``fill_ghosts`` (a staged
-    plane's ghosts into its ring slot), for the ``cases`` (kind, mirror axes) of
-    :class:`.halo_ghosts.HaloGhosts`."""
-    axes = AXES[: lattice.d]
-    m_u = [Expr(f"m.u{ax}", atom=True) for ax in axes]
-    arms = []
-    for number, (kind, mirror) in enumerate(cases):
-        lines = []
-        value = [None] * 4
-        if kind in rule.VALUED_KINDS:
-            value = [Expr(f"vb[{c}]", atom=True) for c in range(4)]
-        inner = Expr("qr", atom=True) if kind in rule.INNER_KINDS else None
-        rho_g, u_g = rule.open_ghost(kind, Expr("m.rho", atom=True), m_u, value, inner, mirror)
-        lines.append(f"g.rho = {rho_g};")
-        lines += [f"g.u{ax} = {u};" for ax, u in zip(axes, u_g, strict=True)]
-        body = "\n        ".join(lines)
-        arms.append(f"    case {number}: {{  // {kind}, mirrored along {list(mirror)}\n"
-                    f"        {body}\n        break;\n    }}")
-    switch = "\n".join(arms)
-    three = lattice.d == 3
-    edge_cells = "(2 * SY + 2 * (SX - 2))" if three else "2"
-    # the last column and row: the tile's, or the one beyond the box in a ragged tile
-    last = ("const int kx = min(SX - 1, nx - x0 + 1), ky = min(SY - 1, ny - y0 + HY);" if three
-            else "const int kx = min(SX - 1, nx - x0 + 1);")
-    edge_cell = ("t < SY ? SX * t : t < 2 * SY ? kx + SX * (t - SY) : t < 2 * SY + SX - 2"
-                 " ? t - 2 * SY + 1 : SX * ky + t - 2 * SY - SX + 3" if three
-                 else "t == 0 ? 0 : kx")
-    cell = ("int gx = x0 + (k % SX) - 1, gy = y0 + (k / SX) - HY;" if three
-            else "int gx = x0 + (k % SX) - 1;")
-    wrap_y = "halo_index(gy, ny, periodic & 2);" if three else "(void)ny; (void)y0;"
-    column = ("(gx == -1 || gx == nx) && gy >= -1 && gy <= ny ? (gx == nx) * (ny + 2) + gy + 1"
-              " : (gy == -1 || gy == ny) && gx >= 0 && gx < nx"
-              " ? 2 * (ny + 2) + (gy == ny) * nx + gx : -1" if three
-              else "gx == -1 || gx == nx ? (gx == nx) : -1")
-    lookup = ("ghost_row(ghost_index, x0 + (k % SX) - 1, y0 + (k / SX) - HY, plane, nx, ny, "
-              "nz, periodic)" if lattice.d == 3 else
-              "ghost_row(ghost_index, x0 + (k % SX) - 1, plane, 0, nx, ny, 1, periodic)")
-    return f"""
-// The halo cell (gx, gy, gz) beyond the box: the row of its open-boundary ghost, -1 for none
-// (halo_ghosts.shell_index: the first axis along which the cell is outside picks the face).
-__device__ __forceinline__ int ghost_row(const int* __restrict__ ghost_index, int gx, int gy,
-                                         int gz, int nx, int ny, int nz, int periodic)
-{{
-    halo_index(gx, nx, periodic & 1);
-    halo_index(gy, ny, periodic & 2);
-    halo_index(gz, nz, periodic & 4);
-    if (gx < -1 || gx > nx || gy < -1 || gy > ny || gz < -1 || gz > nz) return -1;
-    const int ax = (ny + 2) * (nz + 2), ay = (nx + 2) * (nz + 2), az = (nx + 2) * (ny + 2);
-    if (gx < 0 || gx >= nx) return ghost_index[(gx >= nx) * ax + (gy + 1) + (ny + 2) * (gz + 1)];
-    if (gy < 0 || gy >= ny)
-        return ghost_index[2 * ax + (gy >= ny) * ay + (gx + 1) + (nx + 2) * (gz + 1)];
-    if (gz < 0 || gz >= nz)
-        return ghost_index[2 * (ax + ay) + (gz >= nz) * az + (gx + 1) + (nx + 2) * (gy + 1)];
-    return -1;
-}}
-
-// The ghost record of case c (rule.open_ghost) from the mirror record m, the density qr of
-// m's inner neighbour and the boundary row vb (either unused where the kind has none)
-__device__ __forceinline__ node_t ghost_of(int c, node_t m, real_t qr, const real_t* vb)
-{{
-    node_t g;
-    g.rho = m.rho; g.ux = (real_t)0; g.uy = (real_t)0; g.uz = (real_t)0;
-    (void)qr; (void)vb;
-    switch (c) {{
-{switch}
-    }}
-    return g;
-}}
-
-// The ghost record of a row (case, m, inner neighbour of m, boundary row)
-__device__ __forceinline__ node_t halo_ghost(const node_t* __restrict__ src,
-                                            const long long* __restrict__ row,
-                                            const real_t* __restrict__ open_values)
-{{
-    return ghost_of((int)row[0], src[row[1]], row[2] >= 0 ? src[row[2]].rho : (real_t)0,
-                    open_values + 4 * (row[3] >= 0 ? row[3] : 0));
-}}
-
-// A side ghost (halo_ghosts.side_columns): the ring index of its halo cell | m's << 9 | the
-// inner neighbour's << 18 | case << 27 (NO_SIDE: none), the boundary row at plane 0 (-1:
-// none) and its step per plane
-#define NO_SIDE 0xFFFFFFFFu
-#define EDGE_CELLS {edge_cells}  // halo cells on the edges of a plane tile
-struct SideCell {{ unsigned cell; int v0, vs; }};
-
-// The side ghost of edge cell t of the block's plane tile (left and right columns, then the
-// bottom and top rows between them; in a ragged tile the right column and top row are those
-// just beyond the box), or none
-__device__ __forceinline__ SideCell side_of(int t, int x0, int y0, int nx, int ny, int periodic,
-                                            const int* __restrict__ side_index,
-                                            const int* __restrict__ side_rows)
-{{
-    {last}
-    const int k = {edge_cell};
-    {cell}
-    halo_index(gx, nx, periodic & 1);
-    {wrap_y}
-    const int column = {column};
-    const int row = column >= 0 ? side_index[column] : -1;
-    SideCell s = {{NO_SIDE, -1, 0}};
-    if (row >= 0) {{
-        const int* r = side_rows + 7 * row;  // case, m - g, inner - g, boundary row, step
-        s.cell = (unsigned)k | (unsigned)(k + r[1] + SX * r[2]) << 9
-                 | (unsigned)(k + r[3] + SX * r[4]) << 18 | (unsigned)r[0] << 27;
-        s.v0 = r[5];
-        s.vs = r[6];
-    }}
-    return s;
-}}
-
-// A side ghost into a plane's ring slot: m and the inner neighbour lie in the same plane,
-// landed and visible. Not inlined (see fill_ghosts).
-__device__ __noinline__ void side_ghost(node_t* slot, SideCell s, int plane,
-                                        const real_t* __restrict__ open_values)
-{{
-    if (s.cell == NO_SIDE) return;
-    const int k = s.cell & 511, m = (s.cell >> 9) & 511, i = (s.cell >> 18) & 511;
-    slot[k] = ghost_of((int)(s.cell >> 27), slot[m], slot[i].rho,
-                       open_values + 4 * (s.v0 >= 0 ? s.v0 + (size_t)s.vs * plane : 0));
-}}
-
-// The ghosts of a staged plane's halo cells beyond open faces, written over the zeros its
-// copies left there (the caller orders it after the copies landed and before the reads). Not
-// inlined: only blocks at an open face call it, and the ghost code in the staging loop raised
-// the kernel's registers from 60 to 116.
-__device__ __noinline__ void fill_ghosts(node_t* slot, int plane, int x0, int y0,
-                                         const node_t* __restrict__ src,
-                                         const int* __restrict__ ghost_index,
-                                         const long long* __restrict__ ghost_rows,
-                                         const real_t* __restrict__ open_values, int nx, int ny,
-                                         int nz, int periodic)
-{{
-    const int tid = threadIdx.x + PX * threadIdx.y;
-    (void)tid;
-    for (int k = STAGE_TID; k < PLANE; k += STAGE_THREADS) {{
-        const int ghost = {lookup};
-        if (ghost >= 0) slot[k] = halo_ghost(src, ghost_rows + 4 * (size_t)ghost, open_values);
-    }}
-}}
-"""
-
-
-def _halo_fills(three: bool, march: str, m_extent: str, m_periodic: str) -> tuple[str, str]:
-    """Kernel text that writes the ghosts of :mod:`.halo_ghosts` over the zeros the copies
-    left in halo cells beyond open faces, after the copies of a plane landed and before it is
-    read: after the prologue (its three landed planes) and at the end of each step (plane
-    ``march`` + 2). The ends of the march axis (planes −1, 0, n − 1, n) take every ghost of
-    the plane from its row (``fill_ghosts``, global loads); the planes between them, in blocks
-    at an x (or y) face, take the side ghosts, each thread rebuilding its own halo cell from
-    the ring (``side_ghost``; the cell found once per block, ``side_of``; a host thread, run
-    alone, rebuilds them all)."""
-    y0 = "y0" if three else "0"
-    fill = (f"fill_ghosts(ring + (slot) * PLANE, plane, x0, {y0}, src, ghost_index, "
-            "ghost_rows, open_values, nx, ny, nz, periodic);")
-    wrap = f"int plane_m = plane; halo_index(plane_m, {m_extent}, {m_periodic});"
-    ends = (f"!({m_periodic}) && (plane < 0 || plane >= {m_extent} || edge_block && "
-            f"(plane == 0 || plane == {m_extent} - 1))")
-    edge = ("!(periodic & 1) && (x0 == 0 || x0 + PX >= nx)"
-            + (" || !(periodic & 2) && (y0 == 0 || y0 + PY >= ny)" if three else ""))
-    find = f"side_of(t, x0, {y0}, nx, ny, periodic, side_index, side_rows)"
-    side = ("#ifdef THELMA_HOST_THREADS\n"
-            f"            for (int t = 0; t < EDGE_CELLS; ++t) side_ghost(ring + (slot) * PLANE,"
-            f" {find}, plane_m, open_values);\n"
-            "#else\n"
-            "            side_ghost(ring + (slot) * PLANE, mine, plane_m, open_values);\n"
-            "#endif")
-    prologue = f"""
-    // ghosts beyond open faces (halo_ghosts): this thread's side cell, if it has one
-    const bool edge_block = {edge};
-#ifdef THELMA_HOST_THREADS
-    const bool side_block = edge_block;
-#else
-    const int t = tid;
-    const SideCell mine = edge_block && tid < EDGE_CELLS ? {find} : SideCell{{NO_SIDE, -1, 0}};
-    const bool side_block = __syncthreads_or(mine.cell != NO_SIDE);
-#endif
-    for (int p = 0; p < 3; ++p) {{
-        const int plane = march_begin - 1 + p, slot = p;
-        {wrap}
-        if (plane > march_end) continue;
-        if ({ends}) {fill}
-        else if (side_block) {{
-{side}
-        }}
-    }}
-    __syncthreads();"""
-    step = f"""
-        {{
-            const int plane = {march} + 2, slot = below + 3 < RING ? below + 3 : below + 3 - RING;
-            {wrap}
-            if (plane <= march_end && ({ends})) {{
-                {fill}
-                __syncthreads();
-            }} else if (plane <= march_end && side_block) {{
-{side}
-                __syncthreads();
-            }}
-        }}"""
-    return prologue, step
-
-
 PATHS = ("bulk", "rest", "moving")
 """The three instantiations of the update: no tag read, walls at rest, moving walls."""
 
@@ -551,22 +356,22 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
 
 
 def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
-             rounding: str = "nearest", curved: bool = False, halo: bool = False) -> str:
+             rounding: str = "nearest", curved: bool = False, sides: bool = False) -> str:
     """The update of a node in a flagged tile: fluid nodes only, or, with ``arms``, fluid and
     open nodes through one instantiation (the open links are branches inside it, so a warp
-    holding a face's boundary nodes does not run two updates); with ``halo``, fluid and open
-    nodes alike (their ghosts are in the ring); with ``curved``, INTERPOLATED nodes first,
-    through their own instantiation."""
+    holding a face's boundary nodes does not run two updates); with ``curved``, INTERPOLATED
+    nodes first, through their own instantiation; with ``sides``, open nodes as fluid ones
+    (their ghosts are in the ring, :mod:`.halo_ghosts`)."""
     if curved:
         pad = " " * 20
         search = "\n".join(pad + line for line in curved_kernels.search(lattice, "n"))
         rest = _flagged(lattice, force, les, arms, path, store, rounding,
-                        halo=halo).lstrip()
+                        sides=sides).lstrip()
         return ("                if ((tag & TAG_KIND_MASK) == KIND_INTERPOLATED) {\n" + search
                 + "\n" + _update(lattice, force, "curved", les, (), store, rounding)
                 + "\n                } else " + rest)
     if not arms:
-        kinds = "!= KIND_WALL" if halo else "== KIND_FLUID"
+        kinds = "!= KIND_WALL" if sides else "== KIND_FLUID"
         return (f"                if ((tag & TAG_KIND_MASK) {kinds}) {{\n"
                 + _update(lattice, force, path, les, (), store, rounding) + "\n                }")
     head = "\n".join(" " * 20 + line for line in open_kernels.HEADER)
@@ -576,14 +381,14 @@ def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
 
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
            les=None, arms=(), store: str = "fp32", rounding: str = "nearest",
-           staging: str = "registers", curved: bool = False, halo=()) -> str:
+           staging: str = "registers", curved: bool = False, sides: bool = False) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``arms``: the
-    (kind, face) open boundaries present, their ghosts per link; ``halo``: instead, the
-    (kind, mirror axes) cases of ghosts staged into the ring's halo (:mod:`.halo_ghosts`, fp32
-    records); ``store``: the record storage; ``staging`` of 16-bit records
-    (:data:`STAGINGS`): through registers, see :func:`_staging16`, or copied raw by
-    ``cp.async`` and decoded at read, see :func:`_staging16_async`)."""
+    (kind, face) open boundaries present; ``store``: the record storage; ``staging`` of
+    16-bit records (:data:`STAGINGS`): through registers, see :func:`_staging16`, or copied
+    raw by ``cp.async`` and decoded at read, see :func:`_staging16_async`; ``sides``: free-slip
+    ghosts beyond the side faces staged as copies of their mirror records, negated where they
+    land, :func:`_side_ghosts`)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -595,22 +400,13 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     px, py = fused_block(lattice, rows)
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "moving", store, rounding, curved, bool(halo))}
+{_flagged(lattice, force, les, arms, "moving", store, rounding, curved, sides)}
 """ if moving_walls else "")
     bounds = cuda.launch_bounds(px * py, min_blocks)
     if les is not None and not min_blocks:
         bounds = f"__launch_bounds__({px * py}, LES_MIN_BLOCKS)"
-    copy = (f"const node_t* at = src + (ok ? from[r] + {plane_stride} * gm : 0); \\\n"
-            "                for (int part = 0; part < RECORD_PARTS; ++part) \\\n"
-            "                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\\n"
-            "                           (const char*)at + 16 * part, ok);")
-    stage = copy + " } } \\"
-    prologue_ghosts = step_ghosts = ""
-    if halo:  # ghosts over the zeros of the halo cells beyond open faces, once copies landed
-        prologue_ghosts, step_ghosts = _halo_fills(three, march, m_extent, m_periodic)
-    helpers = ("" if les is None else LES_HELPERS) + (halo_helpers(lattice, halo) if halo else "")
-    text = helpers + f"""
-{args(store, rounding, bool(arms), curved, bool(halo)).signature("lwacm_fused_step", bounds)}
+    text = ("" if les is None else LES_HELPERS) + f"""
+{args(store, rounding, bool(arms), curved, sides).signature("lwacm_fused_step", bounds)}
 {{
     __shared__ node_t ring[RING * PLANE];
     const int tid = threadIdx.x + PX * threadIdx.y;
@@ -637,14 +433,17 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
             const int k = STAGE_TID + r * STAGE_THREADS; \\
             if (k < PLANE) {{ \\
                 const bool ok = plane_ok && stored[r]; \\
-                {stage}
+                const node_t* at = src + (ok ? from[r] + {plane_stride} * gm : 0); \\
+                for (int part = 0; part < RECORD_PARTS; ++part) \\
+                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\
+                           (const char*)at + 16 * part, ok); }} }} \\
         copies_issued(); }}
     for (int p = 0; p < 4; ++p) {{
         if (march_begin - 1 + p <= march_end) STAGE_PLANE(march_begin - 1 + p, p)
         else copies_issued();
     }}
     copies_landed_but_newest();
-    __syncthreads();{prologue_ghosts}
+    __syncthreads();
     const int x = x0 + (int)threadIdx.x;
     const int c = (threadIdx.x + 1) + SX * ({"threadIdx.y + HY" if three else "0"});
     const int tiles_x = (nx + TILE - 1) / TILE;
@@ -666,16 +465,18 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 {_update(lattice, force, "bulk", les, (), store, rounding)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "rest", store, rounding, curved, bool(halo))}
+{_flagged(lattice, force, les, arms, "rest", store, rounding, curved, sides)}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step
-        __syncthreads();{step_ghosts}
+        __syncthreads();
         below = below + 1 < RING ? below + 1 : 0;
     }}
     #undef STAGE_PLANE
 }}
 """
+    if sides:
+        text = _side_ghosts(text, three, march)
     if store == "fp32":
         return text
     if staging == "async":
@@ -688,6 +489,47 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
              "seed1 = mix32(2u * (unsigned)seed + 1u);\n")
     first = "    const int tid = threadIdx.x + PX * threadIdx.y;\n"
     return _swap(text, first, first + seeds)
+
+
+def _side_ghosts(text: str, three: bool, march: str) -> str:
+    """The kernel text with free-slip side ghosts (:mod:`.halo_ghosts`): a halo cell beyond a
+    side face (x, or y in 3D) of a column with a ghost is staged from its mirror record m
+    (``side_columns``: the axes to negate, m − g), and the thread that copies it negates those
+    components of the record once its copies of that plane have landed (before the barrier
+    that publishes the plane): after the prologue's three planes and at the end of each step
+    (plane ``march`` + 2)."""
+    column = ("gx < 0 || gx >= nx ? (gx >= nx) * (ny + 2) + gy + 1 : "
+              "2 * (ny + 2) + (gy >= ny) * nx + gx" if three else "gx >= nx")
+    setup = f"""        from[r] = stored[r] ? gx + (size_t)nx * gy : 0;
+        flips[r] = 0;
+        if (k < PLANE && !stored[r]) {{  // beyond a side face: a ghost column, or zeros
+            gx = x0 + (k % SX) - 1;
+            {"gy = y0 + (k / SX) - HY;" if three else ""}
+            halo_index(gx, nx, periodic & 1);
+            {"halo_index(gy, ny, periodic & 2);" if three else ""}
+            if (gx >= -1 && gx <= nx{" && gy >= -1 && gy <= ny" if three else ""}) {{
+                const int* side = side_columns + 3 * ({column});
+                if (side[0]) {{
+                    stored[r] = true;
+                    from[r] = (gx + side[1]) + (size_t)nx * (gy + side[2]);
+                    flips[r] = (unsigned char)side[0];
+                }}
+            }}
+        }}"""
+    text = _swap(text, "        from[r] = stored[r] ? gx + (size_t)nx * gy : 0;", setup)
+    text = _swap(text, "    bool stored[STAGE_ROUNDS];\n",
+                 "    bool stored[STAGE_ROUNDS];\n    unsigned char flips[STAGE_ROUNDS];"
+                 "  // side ghosts: axes to negate\n")
+    flip = ("for (int r = 0; r < STAGE_ROUNDS; ++r) if (flips[r]) {{ "
+            "node_t* g = &ring[({slot}) * PLANE + STAGE_TID + r * STAGE_THREADS]; "
+            "if (flips[r] & 1) g->ux = -g->ux; if (flips[r] & 2) g->uy = -g->uy; }}")
+    text = _swap(text, "    copies_landed_but_newest();\n    __syncthreads();\n",
+                 "    copies_landed_but_newest();\n"
+                 "    for (int p = 0; p < 3; ++p) " + flip.format(slot="p") + "\n"
+                 "    __syncthreads();\n")
+    landed = f"        copies_landed_but_newest();  // plane {march} + 2, read by the next step\n"
+    slot = "below + 3 < RING ? below + 3 : below + 3 - RING"
+    return _swap(text, landed, landed + "        " + flip.format(slot=slot) + "\n")
 
 
 def _staging16(text: str, plane_stride: str, m_extent: str, m_periodic: str, march: str) -> str:

@@ -87,10 +87,9 @@ class LwacmKernelConfig(cuda.KernelConfig):
     interpolated: bool = False
     """INTERPOLATED nodes present (bodies with curved walls, :mod:`.curved_kernels`); False:
     the kernels are those without them, text for text."""
-    halo: tuple = attrs.field(default=(), converter=lambda v: tuple(
-        (str(k), tuple(int(a) for a in m)) for k, m in v))
-    """Single step, fp32 records: the (kind, mirror axes) cases of open-boundary ghosts staged
-    into the ring's halo (:mod:`.halo_ghosts`), in place of per-link :attr:`boundaries`."""
+    side_ghosts: bool = False
+    """Single step, fp32 records: free-slip ghosts beyond the side faces staged as copies
+    (:mod:`.halo_ghosts`), in place of per-link :attr:`boundaries`."""
 
     @property
     def plane_rows(self) -> int:
@@ -177,5 +176,5 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                           cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
                                           cfg.rounding, cfg.staging, cfg.interpolated,
-                                          cfg.halo))
+                                          cfg.side_ghosts))
     return "\n".join(parts)

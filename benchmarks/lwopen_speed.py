@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             regs = engine.kernels[True].num_regs if hasattr(engine.kernels[True], "num_regs") \
                 else None
             row = {"geometry": name, "min_blocks": min_blocks, "registers": regs,
-                   "open_ghosts": ghosts if engine.halo else "links",
+                   "open_ghosts": ghosts if engine.sides else "links",
                    "arms": len(engine.config.boundaries),
                    "flagged_tiles": float((engine.tile_flags.get() != 0).mean()), **timing,
                    "fraction_of_copy": timing["mlups"] * 1e6 * engine.traffic_bytes_per_node

@@ -27,7 +27,7 @@ from thelma_py.geometry.shapes import Sphere
 from thelma_py.lattice import D3Q19
 from thelma_py.modules.compute.lwacm import open_links
 from thelma_py.tools.bench import BenchConfig, compute_params, copy_bandwidth, time_engine
-from thelma_py.tools.bench_cases import geometry_for
+from thelma_py.tools.bench_cases import environment, geometry_for
 
 
 def geometry(name: str, size: int) -> domain.Geometry:
@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['geometry']:15} m{r['min_blocks']} {r['open_ghosts']:5}: "
                   f"{r['mlups'] / base:.3f} of periodic")
     if args.json:
-        args.json.write_text(json.dumps({"copy_bandwidth_GBs": copy / 1e9, "rows": rows},
-                                        indent=1))
+        args.json.write_text(json.dumps({**environment(cp), "copy_bandwidth_GBs": copy / 1e9,
+                                         "rows": rows}, indent=1))
     return 0
 
 

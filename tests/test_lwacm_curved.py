@@ -151,11 +151,13 @@ def test_cylinder_drag_with_curved_walls_is_close_to_lbm():
     (+8.7 %), 0.11472 (−2.5 %); with the staircase cylinder 5.935 (+2.0 %), 0.01366, 0.1152
     (tests/test_lwacm_open.py). Bars: c_D within 1.4 % of LBM (closer than the staircase),
     Δp within 3 %, c_L within 12 %. (The published c_D is 5.57-5.59: LBM itself is 4 % above
-    it at n = 10; device_curved.sh compares at n = 20 and 40.) About 40 s."""
+    it at n = 10; device_stacc.sh compares at n = 20 and 40.) On LBM's grid (``same_grid``:
+    the cylinder at node 2 n for both, half a spacing further from LW-ACM's inlet), so the
+    walls are compared at the same node positions. About 40 s."""
     from thelma_py.cases import cylinder
 
     solver = cylinder.build(n=10, compute="lwacm-fused", interpolated=True, tolerance=1e-5,
-                            device="cpu")
+                            device="cpu", same_grid=True)
     solver.run(cylinder.DEFAULT_STEPS)
     measured = cylinder.schaefer_turek_measures(solver)
     assert measured["c_D"] == pytest.approx(5.8188, rel=0.014)

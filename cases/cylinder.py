@@ -23,6 +23,8 @@ import math
 import sys
 from collections.abc import Sequence
 
+import numpy as np
+
 import thelma_py as tp
 from thelma_py.cases import run
 from thelma_py.modules.compute.lbm.forces import forces
@@ -58,8 +60,8 @@ def cylinder_drag(solver: tp.Solver) -> float:
 def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
           collision: str = "trt", radius_offset: float = 0.0, interpolated: bool = True,
           tolerance: float | None = 1e-6, results: Sequence = (), device: str = "auto",
-          precision: str = "float64", compute: str = "lbm", same_grid: bool = False
-          ) -> tp.Solver:
+          precision: str = "float64", compute: str = "lbm", same_grid: bool = False,
+          shift: float = 0.0) -> tp.Solver:
     """Channel of (22 n + 1) x 4.1 n nodes with the cylinder; Re = U D / ν with the mean
     inflow speed U = 2 u_max / 3 (``u_max`` None: 1/n).
 
@@ -76,8 +78,11 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
     x = 2 n − ½, so that inlet, cylinder and outlet are as far apart as in the benchmark (with
     ``same_grid``, the LBM grid instead: the cylinder half a spacing further from the inlet,
     an O(1/n) change of the geometry that moves c_D by −0.5 %, Δp by −0.9 % and c_L by +7 %
-    at n = 10).
+    at n = 10). ``shift`` (a multiple of ½) moves the cylinder that many spacings downstream
+    and the outlet by its ceiling: a study of the cylinder's place on the grid.
     """
+    if shift * 2 != round(shift * 2):
+        raise ValueError(f"shift = {shift}: the cylinder moves by multiples of 1/2 spacing")
     ny = round(4.1 * n)
     if abs(ny - 4.1 * n) > 1e-9:
         raise ValueError(f"n = {n}: H = 4.1 n must be a whole number of nodes (n = 10, 20, ...)")
@@ -91,10 +96,10 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
         return (4.0 * u_max * s * (1.0 - s), 0.0 * y)
 
     offset = 0.0 if same_grid else FACE_OFFSET.get(compute, 0.0)
-    geometry = tp.geometry.Geometry((22 * n + 1 - round(2 * offset), ny))
+    geometry = tp.geometry.Geometry((22 * n + 1 - round(2 * offset) + math.ceil(shift), ny))
     geometry.inlet("-x", velocity=inflow)
     geometry.outlet("+x", rho=1.0)
-    body = geometry.body(tp.geometry.Cylinder((2.0 * n - offset, 2.0 * n - 0.5),
+    body = geometry.body(tp.geometry.Cylinder((2.0 * n - offset + shift, 2.0 * n - 0.5),
                                               n / 2.0 + radius_offset),
                          interpolated=interpolated)
     assert body == CYLINDER_ID
@@ -114,11 +119,11 @@ def schaefer_turek_measures(solver: tp.Solver, u_max: float | None = None) -> di
     """c_D, c_L (from the momentum-exchange force) and Δp = p(front) − p(back) in the
     benchmark's units (ρ = 1, U = 0.2 m/s: p scaled by (0.2 / U_lattice)²). ``u_max`` is the
     lattice inflow centre speed the solver was built with (None: 1/n). p at the front and back
-    points x_c ∓ n/2 (x_c = 2 n, or 2 n − ½ on a channel of 22 n nodes, :func:`build`) is
-    extrapolated linearly from the two nearest fluid nodes outside the cylinder."""
-    nx, ny = solver.geometry.shape
-    n = round(ny / 4.1)
-    center = 2.0 * n - 0.5 * (22 * n + 1 - nx)
+    points x_c ∓ n/2 is extrapolated linearly from the two nearest fluid nodes outside the
+    cylinder; x_c is the mean x of the cylinder's nodes (exact: :func:`build` puts the centre
+    on a node or halfway between two, about which the node set is symmetric)."""
+    n = round(solver.geometry.shape[1] / 4.1)
+    center = float(np.nonzero(solver.tags.solid)[1].mean())
     u_mean = 2.0 * inflow_speed(n, u_max) / 3.0
     force = forces(solver.engine, [CYLINDER_ID])[CYLINDER_ID]
     scale = 0.5 * u_mean**2 * n

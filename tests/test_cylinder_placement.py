@@ -37,20 +37,27 @@ def test_every_scheme_gets_the_benchmark_distances(compute, n):
     assert y - (-0.5) == pytest.approx(2 * n, abs=1e-12)  # the wall below, halfway
     same = cylinder.build(n=n, compute=compute, tolerance=None, device="cpu", same_grid=True)
     assert same.geometry.shape == (22 * n + 1, ny) and centre(same)[0] == 2 * n
+    for shift in (-1.0, -0.5, 0.5, 1.0):  # the cylinder moves, the outlet by the ceiling
+        moved = cylinder.build(n=n, compute=compute, tolerance=None, device="cpu", shift=shift)
+        assert centre(moved)[0] == pytest.approx(x + shift, abs=1e-12)
+        assert moved.geometry.shape[0] == nx + int(np.ceil(shift))
+    with pytest.raises(ValueError, match="multiples of 1/2"):
+        cylinder.build(n=n, compute=compute, tolerance=None, device="cpu", shift=0.3)
 
 
-@pytest.mark.parametrize(("compute", "same_grid"), [("lbm", False), ("lwacm-fused", False),
-                                                    ("lwacm-fused", True)])
+@pytest.mark.parametrize(("compute", "same_grid", "shift"), [
+    ("lbm", False, 0.0), ("lwacm-fused", False, 0.0), ("lwacm-fused", True, 0.0),
+    ("lbm", False, 0.5), ("lbm", False, -0.5), ("lwacm", True, -1.0)])
 def test_pressure_difference_is_read_at_the_exact_front_and_back(monkeypatch, compute,
-                                                                 same_grid):
+                                                                 same_grid, shift):
     """ρ = 1 + a x + b y in front of the centre x_c and 1 + c x + b y behind it: linear
     extrapolation from the fluid nodes on each side gives Δp = p(x_c − n/2) − p(x_c + n/2)
     exactly, in the benchmark's units ((0.2 / U)², U = 2/(3 n)); a front or back point half a
     spacing off changes it by (a or c) / 6."""
     n, a, b, c = 10, -1e-3, 2e-4, 3e-3
     solver = cylinder.build(n=n, compute=compute, tolerance=None, device="cpu",
-                            same_grid=same_grid)
-    xc = 2 * n - (0.0 if same_grid else BEYOND[compute])
+                            same_grid=same_grid, shift=shift)
+    xc = 2 * n - (0.0 if same_grid else BEYOND[compute]) + shift
     ny, nx = solver.tags.solid.shape
     y, x = np.mgrid[0:ny, 0:nx]
     field = np.where(x < xc, 1.0 + a * x, 1.0 + c * x) + b * y

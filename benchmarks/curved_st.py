@@ -1,12 +1,16 @@
 """Schäfer–Turek 2D-1 (Re 20) with curved (interpolated) cylinder walls: LBM (TRT, Bouzidi)
-against both LW-ACM schemes with their curved-wall ghosts (issue #18 item 2), and the LW-ACM
-single step with the staircase cylinder for comparison, at each ``--n``.
+against both LW-ACM schemes with their curved-wall ghosts (issue #18 item 2) at each ``--n``,
+on the benchmark's geometry (``cylinder.build``: LW-ACM's channel is 22 n nodes with the
+cylinder at 2 n − ½, since its inlet and outlet lie half a spacing beyond the end nodes), and
+the single step on LBM's grid for comparison (``same_grid``: the cylinder half a spacing
+further from the inlet, as before issue #18's stacc session).
 
 Each run goes until the drag is steady (the case's rule: relative spread 1e-6 over 40 samples
-8 n steps apart) or its share of ``--budget`` seconds is spent; the JSON says which. Prints one
-JSON line per run, then a table relative to LBM at the same n. Usage::
+8 n steps apart) or ``--seconds`` (one per ``--n``; building included) are spent; the JSON says
+which. Without ``--seconds``, shares of ``--budget`` ∝ n². Prints one JSON line per run, then
+a table relative to LBM at the same n. Usage::
 
-    python benchmarks/curved_st.py --n 20 40 --budget 160 --out out/st_curved.json
+    python benchmarks/curved_st.py --n 20 40 --seconds 24 33 --out out/st_curved.json
     python benchmarks/curved_st.py --summary out/st_curved.json      (the table again)
 """
 
@@ -18,23 +22,31 @@ import time
 
 from thelma_py.cases import cylinder
 
-RUNS = (("lbm", True), ("lwacm", True), ("lwacm-fused", True), ("lwacm-fused", False))
+RUNS = (("lbm", True, False, 0.0), ("lwacm", True, False, 0.0),
+        ("lwacm-fused", True, False, 0.0), ("lwacm-fused", True, True, 0.0))
+"""(compute, interpolated cylinder, on LBM's grid, shift) of each run."""
+PLACEMENT = (("lbm", True, False, 0.5), ("lbm", True, False, -0.5),
+             ("lwacm-fused", True, True, -1.0))
+"""With ``--placement``: LBM with the cylinder between nodes (as LW-ACM's on the benchmark's
+geometry) half a spacing further from and closer to the inlet, and LW-ACM on LBM's grid one
+spacing closer to it (with ``same_grid``'s run: half a spacing either side)."""
 KEYS = ("c_D", "c_L", "dp")
 
 
 def steady_run(n: int, compute: str, interpolated: bool, device: str, precision: str,
-               seconds: float) -> dict:
+               seconds: float, same_grid: bool = False, shift: float = 0.0) -> dict:
     """Schäfer–Turek 2D-1 at ``n`` nodes per diameter until its drag is steady or ``seconds``
     (building included) are spent: steps, whether steady, run seconds, MLUPS, c_D, c_L, Δp."""
     start = time.perf_counter()
     solver = cylinder.build(n=n, compute=compute, interpolated=interpolated, device=device,
-                            precision=precision)
+                            precision=precision, same_grid=same_grid, shift=shift)
     built = time.perf_counter()
     while solver.stop_reason is None and time.perf_counter() - start < seconds:
         solver.run(20 * 8 * n)
     elapsed = time.perf_counter() - built
     nodes = solver.geometry.shape[0] * solver.geometry.shape[1]
-    return {"compute": compute, "interpolated": interpolated, "n": n,
+    return {"compute": compute, "interpolated": interpolated, "same_grid": same_grid,
+            "shift": shift, "n": n,
             "steps": int(solver.time_step), "steady": solver.stop_reason is not None,
             "seconds": elapsed, "mlups": nodes * int(solver.time_step) / elapsed / 1e6,
             **cylinder.schaefer_turek_measures(solver)}
@@ -42,17 +54,20 @@ def steady_run(n: int, compute: str, interpolated: bool, device: str, precision:
 
 def table(records: list[dict]) -> str:
     """c_D, c_L, Δp of every run and their deviation from LBM (interpolated) at the same n."""
-    lines = [f"{'n':>3} {'compute':<12} {'walls':<8} {'steps':>7} {'steady':>6} "
+    lines = [f"{'n':>3} {'compute':<12} {'walls':<8} {'grid':<9} {'steps':>7} {'steady':>6} "
              + " ".join(f"{k:>9} {'vs lbm':>8}" for k in KEYS) + f" {'MLUPS':>7}"]
     for r in records:
         base = next((b for b in records if b["n"] == r["n"] and b["compute"] == "lbm"
-                     and b["interpolated"]), None)
+                     and b["interpolated"] and not b.get("shift")), None)
         cells = []
         for k in KEYS:
             rel = "" if base is None else f"{100 * (r[k] / base[k] - 1):+.2f}%"
             cells.append(f"{r[k]:9.5f} {rel:>8}")
         walls = "curved" if r["interpolated"] else "stair"
-        lines.append(f"{r['n']:>3} {r['compute']:<12} {walls:<8} {r['steps']:>7} "
+        # runs before the stacc session (no "same_grid") were all on LBM's grid
+        grid = "lbm" if r.get("same_grid", True) or r["compute"] == "lbm" else "bench"
+        grid += f"{r['shift']:+.1f}" if r.get("shift") else ""
+        lines.append(f"{r['n']:>3} {r['compute']:<12} {walls:<8} {grid:<9} {r['steps']:>7} "
                      f"{str(r['steady']):>6} " + " ".join(cells) + f" {r['mlups']:7.0f}")
     return "\n".join(lines)
 
@@ -61,6 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, nargs="+", default=[20, 40])
     parser.add_argument("--budget", type=float, default=160.0)
+    parser.add_argument("--seconds", type=float, nargs="+", help="cap of each run, per --n")
+    parser.add_argument("--placement", type=int, nargs="*", default=[],
+                        help="values of --n that also run PLACEMENT (after all the others)")
     parser.add_argument("--precision", default="float64")
     parser.add_argument("--out", default="st_curved.json")
     parser.add_argument("--device", default="cuda")
@@ -74,20 +92,26 @@ def main() -> None:
     # shares ∝ n² (steps ∝ n / u_max = n², nodes ∝ n²; small grids are launch-bound)
     weights = {n: n * n for n in args.n}
     total = sum(weights.values()) * len(RUNS)
-    for n in args.n:
-        share = args.budget * weights[n] / total
-        for compute, interpolated in RUNS:
-            try:
-                record = steady_run(n, compute, interpolated, args.device, args.precision,
-                                    share)
-            except Exception as error:  # noqa: BLE001 - record it, run the others
-                print(json.dumps({"compute": compute, "n": n, "error": repr(error)}), flush=True)
-                continue
-            records.append(record)
-            print(json.dumps(record), flush=True)
-            with open(args.out, "w") as handle:
-                json.dump({"published": cylinder.SCHAEFER_TUREK, "runs": records}, handle,
-                          indent=1)
+    if args.seconds and len(args.seconds) != len(args.n):
+        parser.error(f"--seconds needs one value per --n ({len(args.n)}), got {args.seconds}")
+    if not set(args.placement) <= set(args.n):
+        parser.error(f"--placement {args.placement}: each must be one of --n {args.n}")
+    plan = [(n, run) for n in args.n for run in RUNS]
+    plan += [(n, run) for n in args.placement for run in PLACEMENT]
+    for n, (compute, interpolated, same_grid, shift) in plan:
+        index = args.n.index(n)
+        share = args.seconds[index] if args.seconds else args.budget * weights[n] / total
+        try:
+            record = steady_run(n, compute, interpolated, args.device, args.precision,
+                                share, same_grid, shift)
+        except Exception as error:  # noqa: BLE001 - record it, run the others
+            print(json.dumps({"compute": compute, "n": n, "error": repr(error)}), flush=True)
+            continue
+        records.append(record)
+        print(json.dumps(record), flush=True)
+        with open(args.out, "w") as handle:
+            json.dump({"published": cylinder.SCHAEFER_TUREK, "runs": records}, handle,
+                      indent=1)
     print(table(records))
 
 

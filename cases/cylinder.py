@@ -19,8 +19,11 @@ Run::
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
+
+import numpy as np
 
 import thelma_py as tp
 from thelma_py.cases import run
@@ -36,8 +39,12 @@ CYLINDER_ID = 3
 SCHAEFER_TUREK = {"c_D": (5.57, 5.59), "c_L": (0.0104, 0.0110), "dp": (0.1172, 0.1176)}
 """Published intervals of benchmark 2D-1 (Re = 20, steady)."""
 
-__all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "SCHAEFER_TUREK", "build", "cylinder_drag",
-           "inflow_speed", "report", "schaefer_turek_measures"]
+FACE_OFFSET = {"lwacm": 0.5, "lwacm-fused": 0.5}
+"""Where a scheme's inlet and outlet lie beyond its end nodes, in spacings (0 if not listed:
+LBM's Zou-He faces are the nodes themselves; LW-ACM's ghosts put them at the link midpoint)."""
+
+__all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "FACE_OFFSET", "SCHAEFER_TUREK", "build",
+           "cylinder_drag", "inflow_speed", "report", "schaefer_turek_measures"]
 
 
 def inflow_speed(n: int, u_max: float | None) -> float:
@@ -53,7 +60,8 @@ def cylinder_drag(solver: tp.Solver) -> float:
 def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
           collision: str = "trt", radius_offset: float = 0.0, interpolated: bool = True,
           tolerance: float | None = 1e-6, results: Sequence = (), device: str = "auto",
-          precision: str = "float64", compute: str = "lbm") -> tp.Solver:
+          precision: str = "float64", compute: str = "lbm", same_grid: bool = False,
+          shift: float = 0.0) -> tp.Solver:
     """Channel of (22 n + 1) x 4.1 n nodes with the cylinder; Re = U D / ν with the mean
     inflow speed U = 2 u_max / 3 (``u_max`` None: 1/n).
 
@@ -65,9 +73,16 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
     acoustic mode, a quarter wave along the channel, about 152 n steps) within that relative
     spread. ``results`` are added to the run. ``compute``: "lbm" (with ``collision``), or
     "lwacm" / "lwacm-fused" (their curved walls: ghost records, ``modules/compute/lwacm/
-    curved.py``; their inlet and outlet sit half a spacing beyond the end nodes, so the channel
-    is one spacing longer).
+    curved.py``). LW-ACM's inlet and outlet sit half a spacing beyond the end nodes
+    (:data:`FACE_OFFSET`): its channel has 22 n nodes and the cylinder's centre is at
+    x = 2 n − ½, so that inlet, cylinder and outlet are as far apart as in the benchmark (with
+    ``same_grid``, the LBM grid instead: the cylinder half a spacing further from the inlet,
+    an O(1/n) change of the geometry that moves c_D by −0.5 %, Δp by −0.9 % and c_L by +7 %
+    at n = 10). ``shift`` (a multiple of ½) moves the cylinder that many spacings downstream
+    and the outlet by its ceiling: a study of the cylinder's place on the grid.
     """
+    if shift * 2 != round(shift * 2):
+        raise ValueError(f"shift = {shift}: the cylinder moves by multiples of 1/2 spacing")
     ny = round(4.1 * n)
     if abs(ny - 4.1 * n) > 1e-9:
         raise ValueError(f"n = {n}: H = 4.1 n must be a whole number of nodes (n = 10, 20, ...)")
@@ -80,10 +95,12 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
         s = (y + 0.5) / ny
         return (4.0 * u_max * s * (1.0 - s), 0.0 * y)
 
-    geometry = tp.geometry.Geometry((22 * n + 1, ny))
+    offset = 0.0 if same_grid else FACE_OFFSET.get(compute, 0.0)
+    geometry = tp.geometry.Geometry((22 * n + 1 - round(2 * offset) + math.ceil(shift), ny))
     geometry.inlet("-x", velocity=inflow)
     geometry.outlet("+x", rho=1.0)
-    body = geometry.body(tp.geometry.Cylinder((2.0 * n, 2.0 * n - 0.5), n / 2.0 + radius_offset),
+    body = geometry.body(tp.geometry.Cylinder((2.0 * n - offset + shift, 2.0 * n - 0.5),
+                                              n / 2.0 + radius_offset),
                          interpolated=interpolated)
     assert body == CYLINDER_ID
     options = {"collision": collision} if compute == "lbm" else {}
@@ -101,23 +118,26 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
 def schaefer_turek_measures(solver: tp.Solver, u_max: float | None = None) -> dict[str, float]:
     """c_D, c_L (from the momentum-exchange force) and Δp = p(front) − p(back) in the
     benchmark's units (ρ = 1, U = 0.2 m/s: p scaled by (0.2 / U_lattice)²). ``u_max`` is the
-    lattice inflow centre speed the solver was built with (None: 1/n)."""
-    n = (solver.geometry.shape[0] - 1) // 22
+    lattice inflow centre speed the solver was built with (None: 1/n). p at the front and back
+    points x_c ∓ n/2 is extrapolated linearly from the two nearest fluid nodes outside the
+    cylinder; x_c is the mean x of the cylinder's nodes (exact: :func:`build` puts the centre
+    on a node or halfway between two, about which the node set is symmetric)."""
+    n = round(solver.geometry.shape[1] / 4.1)
+    center = float(np.nonzero(solver.tags.solid)[1].mean())
     u_mean = 2.0 * inflow_speed(n, u_max) / 3.0
     force = forces(solver.engine, [CYLINDER_ID])[CYLINDER_ID]
     scale = 0.5 * u_mean**2 * n
     rho = solver.density()
     rows = rho[2 * n - 1: 2 * n + 1].mean(axis=0)  # y = 2n - 1/2: between two node rows
-    front, back = int(round(1.5 * n)), int(round(2.5 * n))
     solid = solver.tags.solid[2 * n - 1: 2 * n + 1].any(axis=0)
 
-    def wall_value(x0, step):  # linear extrapolation from the two nearest fluid nodes
-        x = x0
+    def wall_value(x0, step):  # step 1: the front, fluid at x < x0; −1: the back
+        x = math.floor(x0) if step > 0 else math.ceil(x0)
         while solid[x]:
             x -= step
-        return rows[x] + (rows[x] - rows[x - step]) * (x - x0) / step * -1.0
+        return rows[x] + (rows[x] - rows[x - step]) * (x0 - x) / step
 
-    dp_lattice = (wall_value(front, 1) - wall_value(back, -1)) / 3.0
+    dp_lattice = (wall_value(center - n / 2, 1) - wall_value(center + n / 2, -1)) / 3.0
     return {"c_D": float(force[0] / scale), "c_L": float(force[1] / scale),
             "dp": float(dp_lattice * (0.2 / u_mean) ** 2)}
 

@@ -23,10 +23,13 @@ u extrapolated along the link through the exact wall point:
 extrapolations are those of Guo, Zheng & Shi 2002 and of ghost-cell finite differences). No
 weight exceeds 8/3 in magnitude. A whole ghost record (u_g in the even part too) is as accurate
 but diverges at τ → ½ where the wall is near x − c_i (Schäfer–Turek at Re 100, n = 10): its
-momentum flux then vanishes on one side of the node. The single step takes the ghost as its
-upstream record with c_i · u_g in the odd part; the two-step scheme pulls the population, with
-ρ, u of x and x + c_i taken from their f* (ρ = Σ f*, u = Σ c f* / ((1 − κ) ρ), as its open links
-do: a node's j is updated in place by its own thread).
+momentum flux then vanishes on one side of the node. A density at the exact wall point in the
+even part (ρ_g = 2q ρ(x) + (1 − 2q) ρ(x + c_i), or 2 ρ(x) − ρ(x + c_i)) took Schäfer–Turek
+2D-1 further from LBM (docs/DESIGN.md, "where LW-ACM and LBM differed"): ρ_g = ρ(x) stays.
+The single step takes the ghost as its upstream record with c_i · u_g in the odd part; the
+two-step scheme pulls the population, with ρ, u of x and x + c_i taken from their f* (ρ = Σ f*,
+u = Σ c f* / ((1 − κ) ρ), as its open links do: a node's j is updated in place by its own
+thread).
 
 Per link the host stores (a, b, c, u_w) (3 + D reals: :attr:`CurvedGhosts.table`, rows in
 ``NodeTags.curved_nodes`` order, found by binary search in CUDA as for LBM).

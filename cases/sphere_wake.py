@@ -15,10 +15,13 @@ relaxation time is within 10⁻³ of ½: the run needs an LES (``les='smagorinsk
 cumulant model (D3Q27), passed through to the compute plug-in as plain parameters.
 
 The forces plug-in records the momentum-exchange force every ``d / (16 u)`` steps (16 samples
-per convective time d / U). :func:`wake_measures` gives the mean c_D and the Strouhal number
-St = f d / U from the peak of the spectrum of the side force (F_y and F_z together: the wake
-of a sphere sheds in a plane that turns), over the samples after ``transient`` convective
-times.
+per convective time d / U), and a probes plug-in the velocity at four points of the near wake
+(2.5 d and 4 d behind the centre, 0.5 d off the axis along y and along z) as often.
+:func:`wake_measures` gives the mean c_D, the peak of the spectrum of the side force (F_y and
+F_z together: the wake of a sphere sheds in a plane that turns), ``St_force``, and the
+shedding Strouhal number St = f d / U from the velocity at the probes, whose spectrum above
+St = 0.1 holds the shedding; below it lies the slow motion of the whole wake, which dominates
+the side force at Re 3700 (0.05; docs/validation/flows.md).
 
 Run::
 
@@ -29,8 +32,11 @@ Run::
 from __future__ import annotations
 
 import math
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -41,8 +47,8 @@ BODY_ID = 3
 """Boundary id of the sphere (after the wall row 0, the inlet and the outlet)."""
 DEFAULT_STEPS = 4_000
 
-__all__ = ["BODY_ID", "DEFAULT_STEPS", "blockage", "build", "force_series", "report",
-           "strouhal", "wake_measures"]
+__all__ = ["BODY_ID", "DEFAULT_STEPS", "SHEDDING_BAND", "blockage", "build", "force_series",
+           "probe_series", "report", "strouhal", "wake_measures", "wake_points"]
 
 
 def blockage(width: float) -> float:
@@ -55,14 +61,15 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
           les: str | dict | None = None, lattice: str = "D3Q19", results: Sequence = (),
           device: str = "auto", precision: str = "float64", inlet: str = "equilibrium",
           outlet: str = "equilibrium", compute: str = "lbm",
-          interpolated: bool = True, kick: float = 0.0) -> tp.Solver:
+          interpolated: bool = True, kick: float = 0.0, probes: bool = True) -> tp.Solver:
     """The sphere channel (module docstring) at ``reynolds`` = U d / ν; ``collision``, ``les``
     and ``lattice`` go to the compute plug-in as given (cumulant: lattice D3Q27; ``compute``
     'lwacm' or 'lwacm-fused' takes no collision); ``inlet`` and ``outlet`` are the kinds of
     the open faces; ``interpolated`` False gives a staircase sphere (what LW-ACM takes).
     ``kick`` > 0 starts the flow with a side velocity (``kick`` U along y, ½ ``kick`` U along
     z) in the slab 0.5 d to 3 d behind the sphere's centre, so that an asymmetric wake does
-    not have to grow from round-off (Re > 210); it is swept out within a few d/U."""
+    not have to grow from round-off (Re > 210); it is swept out within a few d/U. ``probes``:
+    record the wake velocity (:func:`wake_points`, a CSV in the temporary directory)."""
     nu = u * d / reynolds
     tp.units.check_mach(u)
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
@@ -76,13 +83,27 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     every = max(1, round(d / (16 * u)))
     history = tp.plugin("results", "forces", every=every, bodies=[BODY_ID], velocity=u,
                         area=math.pi * d * d / 4)
+    wake = []
+    if probes:
+        path = Path(tempfile.gettempdir()) / f"thelma_sphere_wake_{os.getpid()}.csv"
+        points = [p for p in wake_points(centre, d) if p[0] < shape[0]]
+        wake.append(tp.plugin("results", "probes", points=points, path=path, fields=("u",),
+                              every=every))
     extra = {"les": les} if les is not None else {}
     if compute == "lbm":
         extra["collision"] = collision
     plugin = tp.plugin("compute", compute, nu=nu, **extra)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=_start(u, kick, centre[0], d))
-    return tp.compose(lattice, geometry, plugin, init=init, results=[history, *results],
+    return tp.compose(lattice, geometry, plugin, init=init, results=[history, *wake, *results],
                       device=device, precision=precision)
+
+
+def wake_points(centre: Sequence[float], d: float) -> list[tuple[int, int, int]]:
+    """Nodes 2.5 d and 4 d behind the sphere's centre, 0.5 d off the axis along y, then z (a
+    short box keeps those inside it)."""
+    x, y, z = centre
+    return [(round(x + a * d), round(y + dy * d), round(z + dz * d))
+            for a in (2.5, 4.0) for dy, dz in ((0.5, 0.0), (0.0, 0.5))]
 
 
 def _start(u: float, kick: float, x0: float, d: float):
@@ -107,6 +128,18 @@ def force_series(solver: tp.Solver) -> dict[str, np.ndarray]:
             "c_D": f[:, 0], "c_y": f[:, 1], "c_z": f[:, 2]}
 
 
+def probe_series(solver: tp.Solver) -> dict[str, np.ndarray] | None:
+    """Steps and the velocity components at the wake probes (one array per column), or None
+    without the probes plug-in."""
+    probes = next((r for r in solver.results if getattr(r, "rows", None) is not None
+                   and getattr(r, "columns", None) is not None), None)
+    if probes is None or not probes.rows:
+        return None
+    values = np.array([row[1] for row in probes.rows], dtype=np.float64)
+    return {"step": np.array([row[0] for row in probes.rows], dtype=np.float64),
+            **{name: values[:, k] for k, name in enumerate(probes.columns[1:])}}
+
+
 def strouhal(times: np.ndarray, side: Sequence[np.ndarray], d: float, u: float,
              band: tuple[float, float] = (0.05, 1.0)) -> dict[str, float]:
     """St = f d / U at the peak of the summed power spectra of the side-force coefficients
@@ -127,24 +160,40 @@ def strouhal(times: np.ndarray, side: Sequence[np.ndarray], d: float, u: float,
             "resolution": float(d / (u * dt * n))}
 
 
-def wake_measures(series: dict[str, np.ndarray], d: float, u: float,
-                  transient: float) -> dict[str, float]:
-    """Mean c_D, rms side force and St over the samples after ``transient`` convective times
-    d / U (NaN when fewer than 16 samples remain or one is not finite)."""
+SHEDDING_BAND = (0.1, 1.0)
+"""Where the wake probes' spectrum is searched for the shedding peak (St = f d / U): above the
+slow motion of the whole wake (St ≈ 0.02–0.08 at Re 3700), below the shear layer's instability
+(St ≈ 0.7 and above at Re 3700; it rises with Re)."""
+
+
+def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: float,
+                  probes: dict[str, np.ndarray] | None = None) -> dict[str, float]:
+    """Mean c_D, rms side force, the side force's spectral peak (``St_force``) and, with the
+    wake ``probes``, the shedding St (the peak of their velocity spectra in
+    :data:`SHEDDING_BAND`; else the side force's), over the samples after ``transient``
+    convective times d / U (NaN when fewer than 16 samples remain or one is not finite)."""
     late = series["step"] >= transient * d / u
     if late.sum() < 16 or not np.isfinite(series["c_D"][late]).all():
-        return {"c_D": math.nan, "St": math.nan, "resolution": math.nan, "c_side_rms": math.nan,
-                "convective_times": 0.0}
+        return {"c_D": math.nan, "St": math.nan, "St_force": math.nan,
+                "resolution": math.nan, "c_side_rms": math.nan, "convective_times": 0.0}
     t = series["step"][late]
     cy, cz = series["c_y"][late], series["c_z"][late]
+    force = strouhal(t, (cy, cz), d, u)
+    st = force["St"]
+    if probes is not None:
+        at = probes["step"] >= transient * d / u
+        columns = [v[at] for k, v in probes.items() if k != "step"]
+        if at.sum() >= 16 and all(np.isfinite(c).all() for c in columns):
+            st = strouhal(probes["step"][at], columns, d, u, SHEDDING_BAND)["St"]
     return {"c_D": float(series["c_D"][late].mean()),
             "c_side_rms": float(np.sqrt(np.mean((cy - cy.mean())**2 + (cz - cz.mean())**2))),
             "convective_times": float((t[-1] - t[0]) * u / d),
-            **strouhal(t, (cy, cz), d, u)}
+            "St": st, "St_force": force["St"], "resolution": force["resolution"]}
 
 
 def report(solver: tp.Solver, *, d: int, u: float, **_) -> str:
-    m = wake_measures(force_series(solver), d, u, transient=0.5 * solver.time_step * u / d)
+    m = wake_measures(force_series(solver), d, u, transient=0.5 * solver.time_step * u / d,
+                      probes=probe_series(solver))
     return (f"over the last {m['convective_times']:.1f} d/U: mean c_D = {m['c_D']:.3f}, "
             f"St = {m['St']:.3f} (± {m['resolution'] / 2:.3f})")
 

@@ -203,6 +203,33 @@ def test_strouhal_from_side_forces(plane):
     assert m["resolution"] == pytest.approx(st / 20, rel=0.01)
 
 
+def test_shedding_strouhal_comes_from_the_wake_probes():
+    """The Re 3700 situation: a slow wake motion (St 0.05) dominates the side force, the
+    shedding (St 0.21) shows in the probes' velocity. St is the probes' peak above 0.1, St_force
+    the side force's; without probes St falls back to the side force."""
+    d, u = 32, 0.05
+    t = np.arange(0, 40 * d / u, 2.0)
+    slow, shed = (2 * np.pi * s * u / d * t for s in (0.05, 0.21))
+    series = {"step": t, "c_D": np.full(len(t), 0.4), "c_y": 0.1 * np.sin(slow)
+              + 0.02 * np.sin(shed), "c_z": 0.05 * np.cos(slow)}
+    probes = {"step": t, "u_x": 0.004 * np.sin(slow) + 0.002 * np.sin(shed + 1.0),
+              "u_y": 0.003 * np.cos(shed), "u_z": 0.001 * np.sin(slow)}
+    m = sphere_wake.wake_measures(series, d, u, 0.0, probes)
+    assert abs(m["St"] - 0.21) <= m["resolution"] / 2
+    assert abs(m["St_force"] - 0.05) <= m["resolution"] / 2
+    assert sphere_wake.wake_measures(series, d, u, 0.0)["St"] == m["St_force"]
+
+
+def test_wake_points_lie_behind_the_sphere_inside_the_box():
+    solver = sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2,
+                               collision="trt", device="cpu")
+    probes = next(r for r in solver.results if hasattr(r, "points"))
+    assert [tuple(p) for p in probes.points] == [(18, 10, 8), (18, 8, 10)]  # 4 d is beyond
+    solver.run(6)
+    wake = sphere_wake.probe_series(solver)
+    assert len(wake["step"]) >= 1 and len(wake) == 1 + 2 * 3
+
+
 def test_wake_measures_need_samples_after_the_transient():
     series = {"step": np.arange(40.0), "c_D": np.ones(40), "c_y": np.zeros(40),
               "c_z": np.zeros(40)}

@@ -306,7 +306,8 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
     finite = np.isfinite(series["c_D"])
     if diverged is None and not finite.all():
         diverged = float(series["step"][np.argmin(finite)] * u / d)
-    measures = sphere_wake.wake_measures(series, d, u, transient)
+    measures = sphere_wake.wake_measures(series, d, u, transient,
+                                         sphere_wake.probe_series(solver))
     ref = SPHERE_REFERENCE.get(int(reynolds))
     errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")
               if ref and ref[k]}

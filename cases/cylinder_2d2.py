@@ -35,19 +35,38 @@ shedding grows from round-off and is periodic over the second half."""
 SCHAEFER_TUREK_2D2 = {"St": (0.295, 0.305), "c_D_max": (3.22, 3.24), "c_L_max": (0.99, 1.01)}
 """Published intervals of benchmark 2D-2 (Re = 100, periodic vortex shedding)."""
 
-__all__ = ["DEFAULT_STEPS", "SCHAEFER_TUREK_2D2", "build", "force_history", "report",
-           "shedding_measures"]
+LWACM_U_PER_N = 1.0 / 800.0
+"""LW-ACM's inflow centre speed per node per diameter (:func:`lwacm_u_max`)."""
+
+__all__ = ["DEFAULT_STEPS", "LWACM_U_PER_N", "SCHAEFER_TUREK_2D2", "build", "force_history",
+           "lwacm_u_max", "report", "shedding_measures"]
+
+
+def lwacm_u_max(n: int) -> float:
+    """The inflow centre speed of the LW-ACM runs: n / 800, at most 0.05 (LBM's setting).
+
+    LW-ACM's pressure waves travel at c_a = √(2ν) (docs/validation/lwacm_energy.md), and at
+    Re = 100 ν = 2 u_max n / 300, so u_max / c_a = √(75 u_max / n): u_max ∝ n holds it at
+    0.31 (the fastest flow beside the cylinder, ~1.5 u_max, under ½ c_a, the scheme's rule).
+    A shedding period then takes 4000 steps at every n. LBM's c_s = 1/√3 allows 0.05 at
+    n = 20 (u_max / c_s = 0.09); for LW-ACM at n = 10 u_max = 0.05 shifts St by −4 %
+    against u_max = 0.025 (docs/validation/schaefer_turek.md, "LW-ACM")."""
+    return min(0.05, LWACM_U_PER_N * n)
 
 
 def build(*, n: int = 20, u_max: float = 0.05, collision: str = "trt", interpolated: bool = True,
-          results: Sequence = (), device: str = "auto", precision: str = "float64") -> tp.Solver:
-    """The 2D-1 channel at Re = 100, with a forces plug-in recording c_D and c_L every n/4
-    steps (at least 100 samples per shedding period); ``results`` are added to the run."""
-    history = tp.plugin("results", "forces", every=max(1, n // 4), bodies=[CYLINDER_ID],
+          results: Sequence = (), device: str = "auto", precision: str = "float64",
+          compute: str = "lbm", every: int | None = None) -> tp.Solver:
+    """The 2D-1 channel at Re = 100, with a forces plug-in recording c_D and c_L every
+    ``every`` steps (default n/4: at least 100 samples per shedding period at u_max ≤ 0.1);
+    ``results`` are added to the run.
+    ``compute``: "lbm" (with ``collision``), or "lwacm" / "lwacm-fused" (curved walls with
+    ``interpolated``; their channel is one spacing longer, :func:`.cylinder.build`)."""
+    history = tp.plugin("results", "forces", every=every or max(1, n // 4), bodies=[CYLINDER_ID],
                         velocity=2.0 * u_max / 3.0, area=float(n))
     return cylinder(n=n, reynolds=100.0, u_max=u_max, collision=collision,
                     interpolated=interpolated, tolerance=None, results=[history, *results],
-                    device=device, precision=precision)
+                    device=device, precision=precision, compute=compute)
 
 
 # -- measures ----------------------------------------------------------------------------------

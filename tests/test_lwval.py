@@ -39,3 +39,22 @@ def test_lwacm_inflow_keeps_its_speed_ratio_and_the_cases_take_lwacm():
         assert type(ball.compute).__name__.lower().startswith("lwacm")
     assert flows.SPHERE_SCHEMES["lwacm-fused-curved"][1] == {"compute": "lwacm-fused",
                                                              "interpolated": True}
+
+
+def test_device_section_compares_each_lwacm_scheme_with_lbm(monkeypatch):
+    """The ``--device cuda`` arm of the section (n = 40, three schemes; its runs stubbed here):
+    the LW-ACM schemes run at :func:`lwacm_u_max`, and a Strouhal number 1.5 % off LBM's
+    fails the 1 % bar while 0.5 % passes."""
+    calls = []
+
+    def run(n, compute, *, u_max, device):
+        calls.append((n, compute, u_max))
+        st = {"lbm": 0.300, "lwacm": 0.3015, "lwacm-fused": 0.3045}[compute]
+        return {"St": st, "c_D_max": 3.25, "c_L_max": 1.0, "u_max": u_max, "tau": 0.54,
+                "steps": 144000, "periods": 17}
+
+    monkeypatch.setattr(report.v, "shedding_run", run)
+    section = report.lwacm_cylinder_2d2_section("small", "cuda", True)
+    assert calls == [(40, "lbm", 0.05), (40, "lwacm", 0.05), (40, "lwacm-fused", 0.05)]
+    assert [c.passed for c in section.checks] == [True, True, False, True], section.checks
+    assert "| lwacm-fused | 0.05 | 0.5400 | 144000 | 17 | 0.3045 |" in section.text

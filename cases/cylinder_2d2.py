@@ -13,6 +13,11 @@ inside it. u_max = 0.1 doubles the compressibility error of c_D,max (+3.5 % agai
 Run::
 
     thelma run cases/cylinder_2d2.py --device cuda --set n=40 --steps 320000
+    thelma run cases/cylinder_2d2.py --device cuda --set n=40 --set compute=lwacm-fused \
+        --steps 144000        # LW-ACM, curved cylinder; at n = 20: --set u_max=0.025
+
+``compute`` "lwacm" / "lwacm-fused" runs LW-ACM, whose compressibility goes with u_max / √(2ν):
+its runs take :func:`lwacm_u_max` (n / 800, at most 0.05).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 TRT and both LW-ACM schemes (curved cylinder), and the table of the sphere runs at Re 20 / 100
 that ``thelma_py.tools.flows sphere`` writes (``benchmarks/device_lwval.sh`` runs both).
 
-LBM runs at u_max = 0.05 (the validated setting); LW-ACM at
-:func:`thelma_py.cases.cylinder_2d2.lwacm_u_max` (n / 800, at most 0.05) unless ``--u-max``
-is given. Usage::
+LBM runs at u_max = 0.05 (the validated setting) for 36 nominal shedding periods; LW-ACM at
+:func:`thelma_py.cases.cylinder_2d2.lwacm_u_max` (n / 3200, at most 0.05) for 24, unless
+``--u-max`` or ``--periods`` is given. Usage::
 
     python benchmarks/lwval.py cylinder --n 40 20 --device cuda --out OUT
     python benchmarks/lwval.py summary OUT          # the tables of docs/validation/
@@ -18,6 +18,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from thelma_py.cases import cylinder_2d2
 from thelma_py.tools.validation import shedding_run
 
@@ -28,6 +30,12 @@ PUBLISHED = cylinder_2d2.SCHAEFER_TUREK_2D2
 def case_u_max(compute: str, n: int) -> float:
     """LBM: 0.05; LW-ACM: :func:`thelma_py.cases.cylinder_2d2.lwacm_u_max`."""
     return 0.05 if compute == "lbm" else cylinder_2d2.lwacm_u_max(n)
+
+
+def case_periods(compute: str) -> float:
+    """Nominal shedding periods of a run: LBM 36 (144 000 steps at n = 40); LW-ACM 24 (its
+    periods are 4 times longer at n = 40; the shedding is periodic from about the 8th)."""
+    return 36.0 if compute == "lbm" else 24.0
 
 
 def _line(r: dict) -> str:
@@ -49,7 +57,8 @@ def cylinder_runs(args: argparse.Namespace) -> None:
         for compute in args.schemes.split(","):
             u_max = args.u_max or case_u_max(compute, n)
             try:
-                r = shedding_run(n, compute, u_max=u_max, periods=args.periods,
+                r = shedding_run(n, compute, u_max=u_max,
+                                 periods=args.periods or case_periods(compute),
                                  device=args.device, precision=args.precision,
                                  max_seconds=args.max_seconds)
             except Exception as error:  # noqa: BLE001 - record it, run the others
@@ -85,6 +94,9 @@ def summary(out: Path) -> str:
                      + f" | {r['wall_seconds']:.0f} |")
     lines += ["", "Published: " + ", ".join(f"{k} {lo}–{hi}" for k, (lo, hi) in
                                              PUBLISHED.items()), ""]
+    lines += [extrapolated(runs, n) for n in sorted({r["n"] for r in runs})
+              if len({r["u_max"] for r in runs if r["n"] == n and r["compute"] != "lbm"}) > 1]
+    lines += [""]
     spheres = _load(out, "flows_sphere*_lwval*.json")
     lines += ["| Re | scheme | U | d | c_D | vs LBM TRT | reference | vs ref | MLUPS | wall s |",
               "|---|---|---|---|---|---|---|---|---|---|"]
@@ -97,6 +109,21 @@ def summary(out: Path) -> str:
                      f"{ref and round(ref, 3)} | {_pct(r['c_D'], ref)} | {r['mlups']:.0f} | "
                      f"{r['wall_seconds']:.0f} |")
     return "\n".join(lines)
+
+
+def extrapolated(runs: list[dict], n: int) -> str:
+    """St of the LW-ACM single step at n fitted as a + b u_max over its speeds (the error goes
+    with (u_max / c_a)² ∝ u_max at fixed n and Re) and a, its value at u_max → 0, against LBM."""
+    pairs = sorted((r["u_max"], r["St"]) for r in runs if r["n"] == n
+                   and r["compute"] == "lwacm-fused" and math.isfinite(r["St"]))
+    base = next((r["St"] for r in runs if r["n"] == n and r["compute"] == "lbm"), None)
+    if len(pairs) < 2:
+        return f"n = {n}: fewer than two finished single-step speeds"
+    u, st = np.array(pairs).T
+    slope, zero = np.polyfit(u, st, 1)
+    return (f"n = {n}, single step, St = a + b u_max over u_max = "
+            + ", ".join(f"{x:g}" for x in u) + f": a = {zero:.4f} ({_pct(zero, base)} against "
+            f"LBM), b = {slope:.3f}")
 
 
 def plot(out: Path) -> Path:
@@ -135,8 +162,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--schemes", default=",".join(SCHEMES))
     parser.add_argument("--u-max", type=float, default=None,
                         help="one u_max for every run (default: case_u_max)")
-    parser.add_argument("--periods", type=float, default=36.0,
-                        help="nominal shedding periods (5 n / u_max steps each)")
+    parser.add_argument("--periods", type=float, default=None,
+                        help="nominal shedding periods, 5 n / u_max steps each (default: "
+                             "case_periods)")
     parser.add_argument("--max-seconds", type=float, default=None,
                         help="end each run after this long, at a whole period")
     parser.add_argument("--device", default="auto")

@@ -7,12 +7,13 @@
 # command is also capped by `timeout`. LW-ACM's u_max is n / 3200 (u_max / c_a = 0.153;
 # cylinder_2d2.lwacm_u_max: its St falls by ~28 % (u_max / c_a)², measured on the CPU).
 # cyl40:  n = 40: LBM TRT, u_max 0.05, 36 periods (144 000 steps), cap 30 s; LW-ACM two-step
-#         and single step, u_max 0.0125, 24 periods (384 000 steps), caps 40 and 35 s.
+#         and single step, u_max 0.0125, 30 periods (480 000 steps), caps 40 and 35 s.
 # cyl20:  n = 20: LBM 0.05 (72 000 steps, cap 15 s); LW-ACM single step and two-step at
-#         u_max 0.00625 (384 000 steps of 36 000 nodes, caps 18 and 20 s).
+#         u_max 0.00625 (480 000 steps of 36 000 nodes, caps 18 and 20 s; the CPU gave St
+#         0.2993 for the single step over 20 periods).
 # mach:   n = 40, single step at u_max 0.05 and 0.025 (u_max / c_a 0.31, 0.22; caps 14, 22 s):
 #         with cyl40's 0.0125, St against (u_max / c_a)² and its extrapolation to 0 (CPU at
-#         n = 20: 0.2929, 0.2969 at 0.025, 0.0125 -> 0.3009; LBM 0.3011).
+#         n = 20: 0.2929, 0.2969, 0.2993 at 0.025, 0.0125, 0.00625 -> 0.3013; LBM 0.3011).
 # sphere: the sphere of docs/validation/flows.md (d = 16, 15d x 7d x 7d, periodic sides,
 #         equilibrium faces), fp32, 15 + 5 d/U: Re 20, LBM TRT (interpolated) and LW-ACM single
 #         step (curved); Re 100, the same and the two-step (curved), then the single step at

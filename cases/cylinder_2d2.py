@@ -14,7 +14,7 @@ Run::
 
     thelma run cases/cylinder_2d2.py --device cuda --set n=40 --steps 320000
     thelma run cases/cylinder_2d2.py --device cuda --set n=40 --set compute=lwacm-fused \
-        --set u_max=0.0125 --steps 384000              # LW-ACM, curved cylinder, 24 periods
+        --set u_max=0.0125 --steps 480000              # LW-ACM, curved cylinder, 30 periods
 
 ``compute`` "lwacm" / "lwacm-fused" runs LW-ACM, whose compressibility goes with u_max / √(2ν):
 its runs take :func:`lwacm_u_max` (n / 3200, at most 0.05).
@@ -53,10 +53,10 @@ def lwacm_u_max(n: int) -> float:
     LW-ACM's pressure waves travel at c_a = √(2ν) (docs/validation/lwacm_energy.md), and at
     Re = 100 ν = 2 u_max n / 300, so u_max / c_a = √(75 u_max / n); u_max ∝ n holds it at
     0.153 at every n, and a shedding period takes 16 000 steps. St falls with (u_max / c_a)²:
-    single step, n = 20 (CPU, NumPy), St 0.2929 at u_max = 0.025 (u_max / c_a = 0.31) and
-    0.2969 at 0.0125 (0.22), linear in u_max towards 0.3009 (LBM TRT at u_max = 0.05: 0.3011),
-    i.e. −28 % (u_max / c_a)²: −0.7 % at 0.153, inside the 1 % bar against LBM
-    (docs/validation/schaefer_turek.md, "LW-ACM")."""
+    single step, n = 20 (CPU, NumPy), St 0.2929 / 0.2969 / 0.2993 at u_max = 0.025 / 0.0125 /
+    0.00625 (u_max / c_a = 0.31 / 0.22 / 0.153), linear in u_max towards 0.3013 (LBM TRT at
+    u_max = 0.05: 0.3011), about −28 % (u_max / c_a)²; at 0.153 −0.59 % against LBM, inside
+    the 1 % bar (docs/validation/schaefer_turek.md, "LW-ACM")."""
     return min(0.05, LWACM_U_PER_N * n)
 
 

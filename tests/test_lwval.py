@@ -55,7 +55,7 @@ def test_device_section_compares_each_lwacm_scheme_with_lbm(monkeypatch):
 
     monkeypatch.setattr(report.v, "shedding_run", run)
     section = report.lwacm_cylinder_2d2_section("small", "cuda", True)
-    assert calls == [(40, "lbm", 0.05, 36), (40, "lwacm", 0.0125, 24),
-                     (40, "lwacm-fused", 0.0125, 24)]
+    assert calls == [(40, "lbm", 0.05, 36), (40, "lwacm", 0.0125, 30),
+                     (40, "lwacm-fused", 0.0125, 30)]
     assert [c.passed for c in section.checks] == [True, True, False, True], section.checks
     assert "| lwacm-fused | 0.0125 | 0.5400 | 144000 | 17 | 0.3045 |" in section.text

@@ -500,7 +500,7 @@ period is 1000 steps, the shedding grows from the geometry's asymmetry within ~6
 def lwacm_cylinder_2d2_section(size: str, device: str, gpu: bool) -> Section:
     """Schäfer-Turek 2D-2 with LW-ACM (issue #18 item 4). On a GPU n = 40 with LBM TRT
     (u_max = 0.05, 36 nominal periods) and both LW-ACM schemes (curved cylinder, u_max =
-    n/3200 = 0.0125, 24 periods of 16 000 steps): St within 1 % of LBM's and within 3 % of the
+    n/3200 = 0.0125, 30 periods of 16 000 steps): St within 1 % of LBM's and within 3 % of the
     published midpoint. On a CPU a
     short single-step run at n = 10 (:data:`LWACM_2D2_CPU`): the shedding starts (c_L,max >
     0.2) and St lies within 10 % of the published midpoint (LW-ACM at n = 10, u_max = 0.05:
@@ -526,7 +526,7 @@ def lwacm_cylinder_2d2_section(size: str, device: str, gpu: bool) -> Section:
     n = 40
     runs = {"lbm": v.shedding_run(n, "lbm", u_max=0.05, periods=36.0, device=device)}
     for name in ("lwacm", "lwacm-fused"):
-        runs[name] = v.shedding_run(n, name, u_max=cylinder_2d2.lwacm_u_max(n), periods=24.0,
+        runs[name] = v.shedding_run(n, name, u_max=cylinder_2d2.lwacm_u_max(n), periods=30.0,
                                     device=device)
     base = runs["lbm"]
     rows = "\n".join(f"| {name} | {r['u_max']:g} | {r['tau']:.4f} | {r['steps']} | "

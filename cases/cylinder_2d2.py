@@ -13,6 +13,11 @@ inside it. u_max = 0.1 doubles the compressibility error of c_D,max (+3.5 % agai
 Run::
 
     thelma run cases/cylinder_2d2.py --device cuda --set n=40 --steps 320000
+    thelma run cases/cylinder_2d2.py --device cuda --set n=40 --set compute=lwacm-fused \
+        --set u_max=0.0125 --steps 480000              # LW-ACM, curved cylinder, 30 periods
+
+``compute`` "lwacm" / "lwacm-fused" runs LW-ACM, whose compressibility goes with u_max / √(2ν):
+its runs take :func:`lwacm_u_max` (n / 3200, at most 0.05).
 """
 
 from __future__ import annotations
@@ -35,19 +40,39 @@ shedding grows from round-off and is periodic over the second half."""
 SCHAEFER_TUREK_2D2 = {"St": (0.295, 0.305), "c_D_max": (3.22, 3.24), "c_L_max": (0.99, 1.01)}
 """Published intervals of benchmark 2D-2 (Re = 100, periodic vortex shedding)."""
 
-__all__ = ["DEFAULT_STEPS", "SCHAEFER_TUREK_2D2", "build", "force_history", "report",
-           "shedding_measures"]
+LWACM_U_PER_N = 1.0 / 3200.0
+"""LW-ACM's inflow centre speed per node per diameter (:func:`lwacm_u_max`)."""
+
+__all__ = ["DEFAULT_STEPS", "LWACM_U_PER_N", "SCHAEFER_TUREK_2D2", "build", "force_history",
+           "lwacm_u_max", "report", "shedding_measures"]
+
+
+def lwacm_u_max(n: int) -> float:
+    """The inflow centre speed of the LW-ACM runs: n / 3200, at most 0.05 (LBM's setting).
+
+    LW-ACM's pressure waves travel at c_a = √(2ν) (docs/validation/lwacm_energy.md), and at
+    Re = 100 ν = 2 u_max n / 300, so u_max / c_a = √(75 u_max / n); u_max ∝ n holds it at
+    0.153 at every n, and a shedding period takes 16 000 steps. St falls with (u_max / c_a)²:
+    single step, n = 20 (CPU, NumPy), St 0.2929 / 0.2969 / 0.2993 at u_max = 0.025 / 0.0125 /
+    0.00625 (u_max / c_a = 0.31 / 0.22 / 0.153), linear in u_max towards 0.3013 (LBM TRT at
+    u_max = 0.05: 0.3011), about −28 % (u_max / c_a)²; at 0.153 −0.59 % against LBM, inside
+    the 1 % bar (docs/validation/schaefer_turek.md, "LW-ACM")."""
+    return min(0.05, LWACM_U_PER_N * n)
 
 
 def build(*, n: int = 20, u_max: float = 0.05, collision: str = "trt", interpolated: bool = True,
-          results: Sequence = (), device: str = "auto", precision: str = "float64") -> tp.Solver:
-    """The 2D-1 channel at Re = 100, with a forces plug-in recording c_D and c_L every n/4
-    steps (at least 100 samples per shedding period); ``results`` are added to the run."""
-    history = tp.plugin("results", "forces", every=max(1, n // 4), bodies=[CYLINDER_ID],
+          results: Sequence = (), device: str = "auto", precision: str = "float64",
+          compute: str = "lbm", every: int | None = None) -> tp.Solver:
+    """The 2D-1 channel at Re = 100, with a forces plug-in recording c_D and c_L every
+    ``every`` steps (default n/4: at least 100 samples per shedding period at u_max ≤ 0.1);
+    ``results`` are added to the run.
+    ``compute``: "lbm" (with ``collision``), or "lwacm" / "lwacm-fused" (curved walls with
+    ``interpolated``; their channel is one spacing longer, :func:`.cylinder.build`)."""
+    history = tp.plugin("results", "forces", every=every or max(1, n // 4), bodies=[CYLINDER_ID],
                         velocity=2.0 * u_max / 3.0, area=float(n))
     return cylinder(n=n, reynolds=100.0, u_max=u_max, collision=collision,
                     interpolated=interpolated, tolerance=None, results=[history, *results],
-                    device=device, precision=precision)
+                    device=device, precision=precision, compute=compute)
 
 
 # -- measures ----------------------------------------------------------------------------------

@@ -51,16 +51,21 @@ def channel(size: int, u: float, body: Shape, interpolated: bool, inlet: str = "
 def build(*, d: int = 10, reynolds: float = 20.0, u: float = 0.05, collision: str = "trt",
           interpolated: bool = True, results: Sequence = (), device: str = "auto",
           precision: str = "float64", inlet: str = "equilibrium",
-          outlet: str = "equilibrium") -> tp.Solver:
+          outlet: str = "equilibrium", compute: str = "lbm") -> tp.Solver:
     """Channel of 10 d x 4 d x 4 d nodes, sphere centred 3 d behind the inlet (interpolated
     bounce-back at its exact surface unless ``interpolated`` is False: halfway staircase);
-    ``results`` are added to the run."""
+    ``results`` are added to the run. ``compute``: "lbm" (with ``collision``), or "lwacm" /
+    "lwacm-fused" (no collision; curved walls at the exact surface with ``interpolated``; both
+    face kinds take LW-ACM's inlet and outlet ghosts, whose faces sit half a spacing beyond
+    the end nodes; where the inlet meets the free-slip sides its ring of edge nodes sees a
+    wall at rest, docs/DESIGN.md "LW-ACM open boundaries")."""
     nu = u * d / reynolds
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
     sphere = tp.geometry.Sphere((3 * d, 2 * d - 0.5, 2 * d - 0.5), d / 2)
     geometry = channel(d, u, sphere, interpolated, inlet, outlet)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=(u, 0.0, 0.0))
-    return tp.compose("D3Q19", geometry, tp.plugin("compute", "lbm", nu=nu, collision=collision),
+    options = {"collision": collision} if compute == "lbm" else {}
+    return tp.compose("D3Q19", geometry, tp.plugin("compute", compute, nu=nu, **options),
                       init=init, results=list(results), device=device, precision=precision)
 
 

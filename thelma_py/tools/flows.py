@@ -64,9 +64,11 @@ SPHERE_SCHEMES = {
     "mrt": ("D3Q19", {"collision": "mrt"}),
     "bgk": ("D3Q19", {"collision": "bgk"}),
     "mrt-les": ("D3Q19", {"collision": "mrt", "les": SMAGORINSKY}),
-    # LW-ACM with a staircase sphere (its curved walls came later: not run on the sphere yet)
+    # LW-ACM with a staircase sphere (the session 7 runs), and at its exact surface (curved)
     "lwacm": ("D3Q19", {"compute": "lwacm", "interpolated": False}),
     "lwacm-fused": ("D3Q19", {"compute": "lwacm-fused", "interpolated": False}),
+    "lwacm-curved": ("D3Q19", {"compute": "lwacm", "interpolated": True}),
+    "lwacm-fused-curved": ("D3Q19", {"compute": "lwacm-fused", "interpolated": True}),
     "mrt-staircase": ("D3Q19", {"collision": "mrt", "interpolated": False}),
 }
 SPHERE_REFERENCE = {

@@ -8,7 +8,8 @@ spectral reference and (or with ``--only schaefer-turek schaefer-turek-2d2``) th
 Schäfer-Turek 2D-1 cylinder at three resolutions with the observed order, 2D-2 (Strouhal
 number, maximum c_D and c_L), and both LW-ACM schemes against LBM MRT in the 3D cavity at
 Re = 100 on 64³ (``cavity3d``); ``--only tgv-les channel sphere-subcritical`` runs the turbulent
-flows of issue 17 (docs/validation/flows.md: small checks on a CPU, the full runs on a GPU). It
+flows of issue 17 (docs/validation/flows.md: small checks on a CPU, the full runs on a GPU);
+``--only lwacm-open lwacm-cylinder2d2`` the LW-ACM open boundaries and 2D-2 with LW-ACM. It
 writes ``report.md`` (and PNG figures when matplotlib, the
 ``plot`` extra, is installed) and exits with 1 if a check fails.
 """
@@ -491,6 +492,61 @@ def lwacm_open_section(size: str, device: str) -> Section:
     return Section("LW-ACM open boundaries: convergence order", "lwacm-open", text, checks)
 
 
+LWACM_2D2_CPU = {"n": 10, "u_max": 0.05, "periods": 12.0, "compute": "lwacm-fused"}
+"""The CPU check of ``lwacm-cylinder2d2``: n = 10 at u_max = 0.05 (u_max / c_a = 0.61; a
+period is 1000 steps, the shedding grows from the geometry's asymmetry within ~6 periods)."""
+
+
+def lwacm_cylinder_2d2_section(size: str, device: str, gpu: bool) -> Section:
+    """Schäfer-Turek 2D-2 with LW-ACM (issue #18 item 4). On a GPU n = 40 with LBM TRT
+    (u_max = 0.05, 36 nominal periods) and both LW-ACM schemes (curved cylinder, u_max =
+    n/3200 = 0.0125, 30 periods of 16 000 steps): St within 1 % of LBM's and within 3 % of the
+    published midpoint. On a CPU a
+    short single-step run at n = 10 (:data:`LWACM_2D2_CPU`): the shedding starts (c_L,max >
+    0.2) and St lies within 10 % of the published midpoint (LW-ACM at n = 10, u_max = 0.05:
+    St 0.280 after 30 periods, 0.292 at u_max = 0.025; LBM TRT diverges at n = 10)."""
+    title = "Schäfer & Turek (1996) 2D-2 with LW-ACM: St against LBM and the published values"
+    lo, hi = cylinder_2d2.SCHAEFER_TUREK_2D2["St"]
+    mid = (lo + hi) / 2
+    if not gpu:
+        c = LWACM_2D2_CPU
+        r = v.shedding_run(c["n"], c["compute"], u_max=c["u_max"], periods=c["periods"],
+                           device=device)
+        error = abs(r["St"] / mid - 1)
+        text = (f"CPU: {c['compute']}, curved cylinder, n = {c['n']}, u_max = {c['u_max']}, "
+                f"{r['steps']} steps: St = {r['St']:.4f} over the last {r['periods']} periods "
+                f"(published {lo}-{hi}), c_D,max = {r['c_D_max']:.3f}, c_L,max = "
+                f"{r['c_L_max']:.3f} (n = 10 is far too coarse for the force maxima, and u_max / "
+                f"c_a = {r['u_over_c']:.2f} lowers St). n = 40 against LBM needs a GPU "
+                "(`--device cuda`).")
+        return Section(title, "lwacm_cylinder2d2", text, [
+            Check("LW-ACM 2D-2 n=10: c_L,max (shedding started)", r["c_L_max"], "> 0.2",
+                  r["c_L_max"] > 0.2),
+            Check("LW-ACM 2D-2 n=10: |St / 0.30 − 1|", error, "< 0.10", error < 0.10)])
+    n = 40
+    runs = {"lbm": v.shedding_run(n, "lbm", u_max=0.05, periods=36.0, device=device)}
+    for name in ("lwacm", "lwacm-fused"):
+        runs[name] = v.shedding_run(n, name, u_max=cylinder_2d2.lwacm_u_max(n), periods=30.0,
+                                    device=device)
+    base = runs["lbm"]
+    rows = "\n".join(f"| {name} | {r['u_max']:g} | {r['tau']:.4f} | {r['steps']} | "
+                     f"{r['periods']} | {r['St']:.4f} | {r['c_D_max']:.4f} | "
+                     f"{r['c_L_max']:.4f} |" for name, r in runs.items())
+    text = (f"n = {n}, curved cylinder (LBM TRT: Bouzidi; LW-ACM: its curved-wall ghosts), "
+            "fp64, measured over the second half of each run. Published: St "
+            f"{lo}-{hi}, c_D,max 3.22-3.24, c_L,max 0.99-1.01.\n\n| scheme | u_max | τ | steps "
+            "| periods | St | c_D,max | c_L,max |\n|---|---|---|---|---|---|---|---|\n" + rows)
+    checks = []
+    for name in ("lwacm", "lwacm-fused"):
+        to_lbm = abs(runs[name]["St"] / base["St"] - 1)
+        to_mid = abs(runs[name]["St"] / mid - 1)
+        checks += [Check(f"LW-ACM 2D-2 n={n} {name}: |St / St_LBM − 1|", to_lbm, "< 0.01",
+                         to_lbm < 0.01),
+                   Check(f"LW-ACM 2D-2 n={n} {name}: |St / 0.30 − 1|", to_mid, "< 0.03",
+                         to_mid < 0.03)]
+    return Section(title, "lwacm_cylinder2d2", text, checks)
+
+
 def render(sections: list[Section], out: Path, header: str) -> tuple[str, bool]:
     """Write figures and return (markdown, all passed)."""
     available = plotting_available()
@@ -520,7 +576,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", nargs="+", metavar="SECTION",
                         choices=("cavity", "poiseuille", "taylor_green", "precision", "tgv3d",
                                  "schaefer-turek", "schaefer-turek-2d2", "cavity3d",
-                                 "tgv-les", "channel", "sphere-subcritical", "lwacm-open"),
+                                 "tgv-les", "channel", "sphere-subcritical", "lwacm-open",
+                                 "lwacm-cylinder2d2"),
                         help="run only these sections (default: the first five, and on a GPU "
                              "also schaefer-turek, schaefer-turek-2d2 and cavity3d)")
 
@@ -546,6 +603,8 @@ def run(args: argparse.Namespace) -> int:
         "sphere-subcritical": lambda: sphere_subcritical_section(args.size, device,
                                                                  backend.is_gpu),
         "lwacm-open": lambda: lwacm_open_section(args.size, device),
+        "lwacm-cylinder2d2": lambda: lwacm_cylinder_2d2_section(args.size, device,
+                                                                backend.is_gpu),
     }
     sections = []
     for name, make in makers.items():

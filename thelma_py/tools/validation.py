@@ -11,6 +11,7 @@ module imports the cases, never the reverse. Reference tables: :mod:`thelma_py.c
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 
 from thelma_py.cases import cylinder, cylinder_2d2, lid_driven_cavity, taylor_green
 from thelma_py.cases.reference import load_tgv_reference
+from thelma_py.divergence import DivergenceError
 from thelma_py.units import from_reynolds, viscosity_from_tau
 
 
@@ -160,3 +162,42 @@ def schaefer_turek_2d2(n: int = 20, *, device: str = "auto", steps: int | None =
     history = cylinder_2d2.force_history(solver)
     return {"n": n, "steps": solver.time_step, "history": history,
             **cylinder_2d2.shedding_measures(*history, n, 2.0 * u_max / 3.0)}
+
+
+def shedding_run(n: int, compute: str = "lbm", *, u_max: float = 0.05, periods: float = 36.0,
+                 samples: int = 100, device: str = "auto", precision: str = "float64",
+                 max_seconds: float | None = None, **params) -> dict:
+    """Test 2D-2 at ``n`` with ``compute`` for ``periods`` nominal shedding periods of
+    5 n / u_max steps (St = 0.3), c_D and c_L sampled ``samples`` times per period, run one
+    period at a time; ``max_seconds`` (building included) ends it early, at a whole period
+    (``stopped_at``, in periods). JSON-ready: the measures of
+    :func:`thelma_py.cases.cylinder_2d2.shedding_measures` (NaN if it diverged:
+    ``diverged_at``), τ, u_max / c (c: c_s = 1/√3 for LBM, c_a = √(2ν) for LW-ACM), the time
+    and MLUPS, and the force history."""
+    start = time.perf_counter()
+    period = 5.0 * n / u_max
+    nu = 2.0 * u_max / 3.0 * n / 100.0
+    solver = cylinder_2d2.build(n=n, u_max=u_max, compute=compute, device=device,
+                                precision=precision, every=max(1, round(period / samples)),
+                                **params)
+    total, chunk = round(periods * period), round(period)
+    stopped = diverged = None
+    try:
+        while solver.time_step < total:
+            if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                stopped = solver.time_step / period
+                break
+            solver.run(min(chunk, total - solver.time_step))
+    except DivergenceError:
+        diverged = solver.time_step / period
+    history = cylinder_2d2.force_history(solver)
+    measures = (cylinder_2d2.shedding_measures(*history, n, 2.0 * u_max / 3.0)
+                if diverged is None and len(history[0]) > 8 else
+                {"St": math.nan, "c_D_max": math.nan, "c_L_max": math.nan, "periods": 0})
+    sound = 1.0 / math.sqrt(3.0) if compute == "lbm" else math.sqrt(2.0 * nu)
+    return {"n": n, "compute": compute, "params": dict(params), "u_max": u_max,
+            "tau": 3.0 * nu + 0.5, "u_over_c": u_max / sound, "precision": precision,
+            "steps": int(solver.time_step), "every": max(1, round(period / samples)),
+            "wall_seconds": time.perf_counter() - start, "mlups": solver.mlups,
+            "stopped_at": stopped, "diverged_at": diverged, **measures,
+            "history": [list(map(float, h)) for h in history]}

@@ -492,9 +492,9 @@ def lwacm_open_section(size: str, device: str) -> Section:
     return Section("LW-ACM open boundaries: convergence order", "lwacm-open", text, checks)
 
 
-LWACM_2D2_CPU = {"n": 10, "u_max": 0.05, "periods": 12.0, "compute": "lwacm-fused"}
-"""The CPU check of ``lwacm-cylinder2d2``: n = 10 at u_max = 0.05 (u_max / c_a = 0.61; a
-period is 1000 steps, the shedding grows from the geometry's asymmetry within ~6 periods)."""
+LWACM_2D2_CPU = {"n": 10, "u_max": 0.025, "periods": 12.0, "compute": "lwacm-fused"}
+"""The CPU check of ``lwacm-cylinder2d2``: n = 10 at u_max = 0.025 (u_max / c_a = 0.43; a
+period is 2000 steps, the shedding grows from the geometry's asymmetry within ~6 periods)."""
 
 
 def lwacm_cylinder_2d2_section(size: str, device: str, gpu: bool) -> Section:
@@ -503,8 +503,9 @@ def lwacm_cylinder_2d2_section(size: str, device: str, gpu: bool) -> Section:
     n/3200 = 0.0125, 30 periods of 16 000 steps): St within 1 % of LBM's and within 3 % of the
     published midpoint. On a CPU a
     short single-step run at n = 10 (:data:`LWACM_2D2_CPU`): the shedding starts (c_L,max >
-    0.2) and St lies within 10 % of the published midpoint (LW-ACM at n = 10, u_max = 0.05:
-    St 0.280 after 30 periods, 0.292 at u_max = 0.025; LBM TRT diverges at n = 10)."""
+    0.2) and St lies within 10 % of the published midpoint (LW-ACM at n = 10 on the
+    benchmark's geometry, 12 periods: St 0.278 at u_max = 0.025, 0.266 at 0.05, where
+    u_max / c_a = 0.61 takes ~10 % off; LBM TRT diverges at n = 10)."""
     title = "Schäfer & Turek (1996) 2D-2 with LW-ACM: St against LBM and the published values"
     lo, hi = cylinder_2d2.SCHAEFER_TUREK_2D2["St"]
     mid = (lo + hi) / 2

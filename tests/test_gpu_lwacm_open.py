@@ -13,6 +13,7 @@ import pytest
 
 from tests.lbm_setups import LATTICES
 from tests.test_gpu_lwacm import assert_gpu_matches_numpy
+from tests.test_lwacm_open_host import march_channel
 from thelma_py.geometry import Geometry, Sphere
 
 pytestmark = pytest.mark.gpu
@@ -64,35 +65,14 @@ def test_cuda_open_matches_numpy(lattice_name, scheme, dtype, case):
     assert_gpu_matches_numpy(params, lattice, tags, dtype, TOLERANCE[dtype], "open_values")
 
 
-def march_geometry(d: int) -> Geometry:
-    """Inlet and outlet across the march axis (y in 2D, z in 3D), free-slip sides with their
-    edges, a moving sphere, ragged x and y sizes (partial tiles): the single step stages the
-    sides' ghosts as flipped copies and runs the end planes per link."""
-    if d == 2:
-        geo = Geometry((45, 30))
-        geo.inlet("-y", velocity=lambda x, y: (0.002 + 0 * x, 0.03 + 0.0005 * x, 0 * x))
-        geo.outlet("+y", rho=1.0)
-        geo.free_slip("-x")
-        geo.free_slip("+x")
-        geo.wall(Sphere((20.5, 12.2), 4.1), velocity=(0.01, 0.0))
-        return geo
-    geo = Geometry((37, 13, 24))
-    geo.inlet("-z", velocity=lambda x, y, z: (0.001 + 0 * x, -0.002 + 0 * y,
-                                              0.03 + 0.0001 * x * y))
-    geo.outflow("+z")
-    for face in ("-x", "+x", "-y", "+y"):
-        geo.free_slip(face)
-    geo.wall(Sphere((15.3, 6.1, 9.6), 3.4), velocity=(0.0, 0.01, -0.01))
-    return geo
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19", "D3Q27"])
 def test_cuda_side_ghosts_match_numpy(lattice_name, dtype):
     from thelma_py.modules.compute.lwacm import LwacmFused
 
     lattice = LATTICES[lattice_name]
-    tags = march_geometry(lattice.d).evaluate(lattice)
+    # ragged sizes: partial tiles along x (and y)
+    tags = march_channel((45, 30) if lattice.d == 2 else (37, 13, 24)).evaluate(lattice)
     _, gpu = assert_gpu_matches_numpy(LwacmFused(nu=0.04), lattice, tags, dtype,
                                       TOLERANCE[dtype], "side_columns")
     assert gpu.sides.end_planes == (0, tags.tags.shape[0] - 1)

@@ -19,28 +19,36 @@ from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
 
 
+def march_channel(shape: tuple[int, ...]) -> Geometry:
+    """Inlet (a profile) and outlet (2D: pressure; 3D: outflow) across the march axis (y in 2D,
+    z in 3D), free-slip sides with their edges, a moving sphere off the centre: the single
+    step stages the sides' ghosts as flipped copies and runs the end planes per link."""
+    geo = Geometry(shape)
+    centre = [0.46 * n + 0.1 for n in shape]
+    radius = 0.22 * min(shape[:-1])
+    if len(shape) == 2:
+        geo.inlet("-y", velocity=lambda x, y: (0.002 + 0 * x, 0.03 + 0.001 * x, 0 * x))
+        geo.outlet("+y", rho=1.0)
+        geo.free_slip("-x")
+        geo.free_slip("+x")
+        geo.wall(Sphere(centre, radius), velocity=(0.01, 0.0))
+        return geo
+    geo.inlet("-z", velocity=lambda x, y, z: (0.001 + 0 * x, -0.002 + 0 * y,
+                                              0.03 + 0.0002 * x * y))
+    geo.outflow("+z")
+    for face in ("-x", "+x", "-y", "+y"):
+        geo.free_slip(face)
+    geo.wall(Sphere(centre, radius), velocity=(0.0, 0.01, -0.01))
+    return geo
+
+
 def open_geometry(case: str) -> Geometry:
     """'3d': parabolic-ish inlet −x, pressure outlet +x, walls ±y (a lid on +y), free slip ±z,
     a moving sphere. '3d-slip': uniform inlet −x, outflow +x, free slip on ±y and ±z (edges),
     a sphere at rest. '2d': profile inlet −x (equilibrium kind), outflow +x, free slip +y,
-    wall −y, a moving disc."""
-    if case == "2d-march":  # along the march axis (y in 2D), free-slip sides
-        geo = Geometry((12, 16))
-        geo.inlet("-y", velocity=lambda x, y: (0.002 + 0 * x, 0.03 + 0.002 * x, 0 * x))
-        geo.outlet("+y", rho=1.0)
-        geo.free_slip("-x")
-        geo.free_slip("+x")
-        geo.wall(Sphere((5.6, 7.2), 2.4), velocity=(0.01, 0.0))
-        return geo
-    if case == "3d-march":  # along the march axis (z), free-slip sides with their edges
-        geo = Geometry((9, 7, 12))
-        geo.inlet("-z", velocity=lambda x, y, z: (0.001 + 0 * x, -0.002 + 0 * y,
-                                                  0.03 + 0.001 * x * y))
-        geo.outflow("+z")
-        for face in ("-x", "+x", "-y", "+y"):
-            geo.free_slip(face)
-        geo.wall(Sphere((4.3, 3.1, 5.6), 1.9), velocity=(0.0, 0.01, -0.01))
-        return geo
+    wall −y, a moving disc. '2d-march', '3d-march': :func:`march_channel`."""
+    if case.endswith("-march"):
+        return march_channel((12, 16) if case == "2d-march" else (9, 7, 12))
     if case == "2d":
         geo = Geometry((20, 12))
         geo.inlet("-x", velocity=lambda x, y: (0.03 + 0.002 * y, 0.004 + 0 * y, 0 * y),

@@ -185,11 +185,13 @@ class LwacmFused(LwacmParameters):
 
     open_ghosts: str = attrs.field(default="halo",
                                    validator=attrs.validators.in_(("halo", "links")))
-    """GPU, fp32 records: where the ghosts of open boundaries come from. 'halo': written into
-    the kernel's shared ring at their own position when the plane is staged, so the nodes of
-    an open face take the plain path (used where every ghost is a function of its position,
-    else 'links'); 'links': built per link inside the update of each open node (the arms of
-    ``open_kernels``). Both give the NumPy reference's values: see docs/DESIGN.md."""
+    """GPU, fp32 records: where the ghosts of open boundaries come from. 'halo': free-slip
+    ghosts beyond the side faces staged into the kernel's shared ring as copies of their mirror
+    records, so the nodes of those faces take the plain path, and the end planes of the march
+    axis (inlets, outlets across it) updated per link (:mod:`.halo_ghosts`; used where every
+    other open link is such a copy, else 'links'); 'links': every ghost built per link inside
+    the update of its open node (the arms of ``open_kernels``). Both give the NumPy reference's
+    values: docs/DESIGN.md, "Free-slip side ghosts"."""
 
     @rounding.validator
     def _check_rounding(self, _, value):

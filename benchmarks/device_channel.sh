@@ -19,12 +19,8 @@
 #   python -m thelma_py.tools.flows channel-summary --out OUT_DIR   (the same summary)
 #   python benchmarks/flows_plot.py OUT_DIR    (table; docs/validation/flows_channel.png)
 # Run:  bash benchmarks/device_channel.sh [variant ...]
-set -o pipefail
-export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
+export PYTHONWARNINGS=ignore
 flows="python3 -m thelma_py.tools.flows channel --device cuda --precision float32 --h 32"
 flows="$flows --max-seconds 80 --out $out"
 long="--u-tau 0.005 --transient 30 --average 20"

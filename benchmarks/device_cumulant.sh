@@ -7,12 +7,7 @@
 # Results in $OUT (fallback ./out): bench_cumulant.json, tgv_cumulant.json, cumulant_summary.json.
 # Plot afterwards on a CPU with matplotlib:
 #   python benchmarks/tgv3d_plot.py OUT/tgv_cumulant.json docs/validation
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=(bench tgv)
 for part in "${parts[@]}"; do
   echo "=== $part $(date +%T)"

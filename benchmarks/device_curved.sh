@@ -11,12 +11,7 @@
 # Expected total: under 4 minutes (timeouts cap it at 4.5). Results in $OUT (fallback ./out):
 # curved_gpu_tests.log, st_curved.json, device_curved.log. No plot (a table); print it again
 # on a CPU:  python benchmarks/curved_st.py --summary OUT/st_curved.json
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=(tests st)
 start=$SECONDS
 for part in "${parts[@]}"; do

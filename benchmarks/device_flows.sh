@@ -10,12 +10,7 @@
 #   python benchmarks/flows_plot.py OUT_DIR   (writes docs/validation/flows_*.png)
 # The LES ("les=") and cumulant schemes need the les, lwacm and cumulant branches merged; a
 # scheme that cannot be built is recorded with its error and the others still run.
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 flows="python3 -m thelma_py.tools.flows --device cuda --precision float32 --out $out"
 [ $# -gt 0 ] || set -- tgv
 for part in "$@"; do

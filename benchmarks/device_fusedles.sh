@@ -12,11 +12,8 @@
 #    Registers as the driver reports them.
 # Writes JSON and logs into $OUT (default ./out) and prints a short summary. Plot on the CPU
 # afterwards: python benchmarks/lwacm_les_speed_plot.py OUT/fusedles_speed.json lwacm_les_speed.png
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
+. "$(dirname "$0")/device_setup.sh"
 parts=${*:-tests bench speed}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in

@@ -6,11 +6,8 @@
 #   bash benchmarks/device_half.sh tests bench accuracy
 # Writes JSON and logs into $OUT (default ./out) and prints a short summary. Plots, on the CPU
 # afterwards: python benchmarks/half_plot.py OUT/half_accuracy.json --out docs/validation
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
+. "$(dirname "$0")/device_setup.sh"
 parts=${*:-tests bench accuracy}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in

@@ -12,11 +12,8 @@
 # Parts can be run alone: bash benchmarks/device_half2.sh fused aa
 # Writes JSON and logs into $OUT (default ./out) and prints a short summary. Tables on the CPU
 # afterwards: python -m thelma_py.tools.bench --report OUT/half2_fused.json (and half2_aa.json)
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
+. "$(dirname "$0")/device_setup.sh"
 parts=${*:-tests fused tuning aa}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in

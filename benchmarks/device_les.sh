@@ -7,9 +7,7 @@
 # 12 configurations ~1.5 min (kernel compiles included), TGV 6 runs ~2 min (256^3: ~16 300
 # steps each). Plot afterwards on a CPU with matplotlib:
 #   python benchmarks/les_plot.py OUT/les_tgv.json les_tgv.png
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
+. "$(dirname "$0")/device_setup.sh"
 parts=${*:-bench tgv}
 bench="python3 -m thelma_py.tools.bench --precision float32 --streaming pull --sizes 256"
 for part in $parts; do

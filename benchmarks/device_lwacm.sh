@@ -7,11 +7,7 @@
 #    Mach u0/c_a 2.0, 1.4, 1.0: the issue's set-up) and u0 = L/3200 (u0/c_a = 0.5) at 64^3,
 #    128^3 and 256^3, with and without LES at 64^3 (256^3 auto: 64 000 steps, ~40 s).
 # Plot on the CPU afterwards: python benchmarks/tgv3d_plot.py OUT/lwacm_les_tgv.json docs/validation
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 || true
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 echo "=== bench $(date +%T)"
 timeout 90 python3 -m thelma_py.tools.bench --compute lwacm-fused --precision float32 \
   --sizes 256 --cases periodic --les none,smagorinsky --json "$out/lwacm_les_bench.json" \

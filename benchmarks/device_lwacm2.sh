@@ -8,11 +8,7 @@
 #    step's set-up) and u0 = L/3200 at 64^3 (with and without LES) and 128^3.
 # Plot on the CPU afterwards:
 #   python benchmarks/tgv3d_plot.py OUT/lwacm2_les_tgv.json docs/validation
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 || true
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 echo "=== gpu tests $(date +%T)"
 timeout 120 python3 -m pytest -q -m gpu tests/test_lwacm2_les.py 2>&1 | tee "$out/lwacm2_gpu_tests.log" | tail -n 3
 echo "=== bench $(date +%T)"

@@ -11,12 +11,7 @@
 # Expected total: about 4 minutes (the timeouts cap it at 7). Results in $OUT (fallback ./out): lwopen_gpu_tests.log,
 # bench_lwopen.json, st_lwopen.json, lwopen_summary.json. No plot needed (tables); the summary
 # can be printed again on a CPU: python benchmarks/lwopen_summary.py OUT
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=(tests bench st)
 for part in "${parts[@]}"; do
   echo "=== $part $(date +%T)"

@@ -2,11 +2,8 @@
 # One device call: where the single-step LW-ACM loses speed with open boundaries (issue #18's
 # slip-obstacle bar), and ncu sections of its kernel in that case and the periodic box.
 #   bash benchmarks/device_lwspeed.sh            (about 4 minutes on an H100)
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-/tmp/thelma-out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv
+out=${OUT:-/tmp/thelma-out}
+. "$(dirname "$0")/device_setup.sh"
 timeout 300 python3 benchmarks/lwopen_speed.py --min-blocks 0 ${LWSPEED_ARGS:-} \
   --json "$out/lwopen_speed.json"
 if [ -z "${LWSPEED_NO_NCU:-}" ] && command -v ncu >/dev/null; then

@@ -23,12 +23,7 @@
 #   python benchmarks/lwval.py summary "$out"
 # printed at the end (run it again on a CPU). Figure of c_L on a CPU (needs matplotlib):
 #   python benchmarks/lwval.py plot OUT_DIR        -> OUT_DIR/lwval_2d2.png
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=(cyl40 cyl20 mach sphere)
 cyl="python3 benchmarks/lwval.py cylinder --device cuda --precision float64 --out $out"
 flows="python3 -m thelma_py.tools.flows sphere --d 16 --transient 15 --average 5"

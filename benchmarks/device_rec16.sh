@@ -11,11 +11,8 @@
 # Parts can be run alone: bash benchmarks/device_rec16.sh fused
 # Writes JSON and logs into $OUT (default ./out) and prints a short summary. Table on the CPU
 # afterwards: python -m thelma_py.tools.bench --report OUT/rec16_fused.json
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
+. "$(dirname "$0")/device_setup.sh"
 parts=${*:-tests fused tuning}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in

@@ -4,12 +4,8 @@
 # Results land in $OUT (JSON and logs); set THELMA_COMMIT when the tree has no .git.
 # (vtk and matplotlib are not needed there: GPU tests, bench and the built-in VTK writer
 # import neither.)
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-/tmp/thelma-out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+out=${OUT:-/tmp/thelma-out}
+. "$(dirname "$0")/device_setup.sh"
 bench="python3 -m thelma_py.tools.bench"
 single="--collision bgk --precision float32 --streaming pull"
 

@@ -20,9 +20,7 @@
 #    for 8 d/U); Rodriguez et al. 2011: c_D 0.394, St 0.215. (Re 10 000 does not fit.)
 # Results: $OUT/flows_sphere<Re>*.json, the printed lines in $OUT/sphere_summary.txt. Plot and
 # table on the CPU afterwards: python benchmarks/sphere_plot.py $OUT
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-out}; mkdir -p "$out"
+. "$(dirname "$0")/device_setup.sh"
 # `timeout` runs commands, not shell functions: the common options go last on each line
 flows="python3 -m thelma_py.tools.flows"
 on="--device cuda --precision float32 --out $out"

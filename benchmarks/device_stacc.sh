@@ -14,12 +14,7 @@
 # session); timeout 235 s bounds it (the last placement run is the one cut, if any).
 # Results in $OUT (fallback ./out): st_stacc.json, device_stacc.log. No plot (a table); print
 # it again on a CPU:  python benchmarks/curved_st.py --summary OUT/st_stacc.json
-set -o pipefail
-export PYTHONUNBUFFERED=1
-out=${OUT:-./out}; mkdir -p "$out"
-python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
-  || python3 -m pip install --no-build-isolation --no-deps -e .
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_setup.sh"
 start=$SECONDS
 {
   timeout 235 python3 benchmarks/curved_st.py --n 20 40 --seconds 24 33 --placement 40 \

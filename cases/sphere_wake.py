@@ -32,11 +32,8 @@ Run::
 from __future__ import annotations
 
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -69,7 +66,7 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     ``kick`` > 0 starts the flow with a side velocity (``kick`` U along y, ½ ``kick`` U along
     z) in the slab 0.5 d to 3 d behind the sphere's centre, so that an asymmetric wake does
     not have to grow from round-off (Re > 210); it is swept out within a few d/U. ``probes``:
-    record the wake velocity (:func:`wake_points`, a CSV in the temporary directory)."""
+    record the wake velocity at :func:`wake_points` (in memory, :func:`probe_series`)."""
     nu = u * d / reynolds
     tp.units.check_mach(u)
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
@@ -84,11 +81,9 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     history = tp.plugin("results", "forces", every=every, bodies=[BODY_ID], velocity=u,
                         area=math.pi * d * d / 4)
     wake = []
-    if probes:
-        path = Path(tempfile.gettempdir()) / f"thelma_sphere_wake_{os.getpid()}.csv"
+    if probes:  # kept in memory (probe_series), no file
         points = [p for p in wake_points(centre, d) if p[0] < shape[0]]
-        wake.append(tp.plugin("results", "probes", points=points, path=path, fields=("u",),
-                              every=every))
+        wake.append(tp.plugin("results", "probes", points=points, fields=("u",), every=every))
     extra = {"les": les} if les is not None else {}
     if compute == "lbm":
         extra["collision"] = collision

@@ -225,6 +225,7 @@ def test_wake_points_lie_behind_the_sphere_inside_the_box():
                                collision="trt", device="cpu")
     probes = next(r for r in solver.results if hasattr(r, "points"))
     assert [tuple(p) for p in probes.points] == [(18, 10, 8), (18, 8, 10)]  # 4 d is beyond
+    assert probes.path is None  # the samples stay in memory
     solver.run(6)
     wake = sphere_wake.probe_series(solver)
     assert len(wake["step"]) >= 1 and len(wake) == 1 + 2 * 3

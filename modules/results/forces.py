@@ -78,7 +78,10 @@ class Forces(Results):
             dim = solver.lattice.d
             self.columns = ["step"] + [f"{name}_{body}" for body in sorted(values)
                                        for name in [*(f"F{a}" for a in "xyz"[:dim]), "cD", "cL"]]
-        self.history = [r for r in self.history if r["step"] != step] + [record]
+        if self.history and self.history[-1]["step"] == step:  # sampled again at a run's end
+            self.history[-1] = record
+        else:
+            self.history.append(record)
         if self.path is not None and solver.lead:
             atomic_write_text(self.path, self.csv())
 

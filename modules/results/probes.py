@@ -84,6 +84,7 @@ def _number(value: float) -> str:
 @attrs.define(kw_only=True)
 class Probes(Results):
     """Values at a few nodes every N steps, one CSV row per step: step, <field>_x<i>_y<j>...
+    (without ``path``, the rows are kept in :attr:`rows` only).
 
     In a distributed run each point is sampled by the rank that owns it, the rows are summed
     over the ranks (the others add zeros) and rank 0 writes the file."""
@@ -92,8 +93,9 @@ class Probes(Results):
 
     points: tuple = attrs.field(converter=_points)
     """Node coordinates (x, y[, z]), global indices."""
-    path: Path = attrs.field(converter=Path)
-    """CSV file (its directory is created by :meth:`start`)."""
+    path: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    """CSV file (its directory is created by :meth:`start`), rewritten at each sample; None:
+    no file."""
     fields: tuple[str, ...] = attrs.field(default=("rho", "u"), converter=tuple,
                                           validator=_check_fields)
     """Which of rho, p = (ρ − 1)/3, u (components), speed."""
@@ -110,7 +112,7 @@ class Probes(Results):
     """Which of ``points`` this rank owns (all of them in one domain)."""
 
     def start(self, solver) -> None:
-        if solver.lead:
+        if self.path is not None and solver.lead:
             ensure_writable_dir(self.path.parent, who="probes results")
         local = [_local_index(solver, p, "probes") for p in self.points]
         self._owned = [k for k, index in enumerate(local) if index is not None]
@@ -130,8 +132,11 @@ class Probes(Results):
         table[self._owned] = np.stack([values[name] for name in self._order], axis=-1)
         row = [float(v) for v in solver.reduce(table).reshape(-1)]
         step = int(solver.time_step)
-        self.rows = [r for r in self.rows if r[0] != step] + [(step, row)]
-        if solver.lead:
+        if self.rows and self.rows[-1][0] == step:  # sampled again at the end of a run
+            self.rows[-1] = (step, row)
+        else:
+            self.rows.append((step, row))
+        if self.path is not None and solver.lead:
             atomic_write_text(self.path, self.csv())
 
     def csv(self) -> str:

@@ -4,7 +4,7 @@ times them, with the ptxas register count of each kernel.
 
     python benchmarks/lwopen_speed.py [--size 256] [--min-blocks 0 4] [--json FILE]
 
-``--open-ghosts halo links``: the open-boundary ghosts staged into the ring (where every ghost is a
+``--open-ghosts sides links``: the open-boundary ghosts staged into the ring (where every ghost is a
 function of its position) or built per link. The geometries separate the causes: the open-boundary
 arms compiled in but almost never run (``zchannel``: periodic sides, inlet and outlet on the march
 axis), free-slip sides without the body (``slipbox``), the body alone (``sphere``), and the bench
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--min-blocks", type=int, nargs="+", default=[0])
     parser.add_argument("--geometries", nargs="+", default=list(GEOMETRIES))
-    parser.add_argument("--open-ghosts", nargs="+", default=["halo", "links"])
+    parser.add_argument("--open-ghosts", nargs="+", default=["sides", "links"])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     backend = select_backend("cuda")

@@ -75,7 +75,7 @@ def open_geometry(case: str) -> Geometry:
     return geo
 
 
-@pytest.mark.parametrize("scheme", ["two-step", "halo", "links"])
+@pytest.mark.parametrize("scheme", ["two-step", "sides", "links"])
 @pytest.mark.parametrize(("case", "dims", "precision"), [
     ("3d", (1, 1, 2), "float64"), ("3d-slip", (1, 1, 3), "float32"), ("2d", (1, 2), "float64"),
     ("2d", (1, 3), "float32"), ("3d-march", (1, 1, 3), "float64"),
@@ -83,7 +83,7 @@ def open_geometry(case: str) -> Geometry:
 def test_host_cuda_open_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims, precision,
                                                            scheme):
     """The two-step scheme, and the single step with free-slip side ghosts staged as copies
-    (halo, where the geometry allows: the '-march' cases, whose inlet and outlet lie across
+    (sides, where the geometry allows: the '-march' cases, whose inlet and outlet lie across
     the march axis; the end planes then run the per-link kernel) or per link. Rank boxes that
     reach beyond an open face fall back to links, so "ranks bit for bit" also holds the two
     ghost paths to each other."""
@@ -92,7 +92,7 @@ def test_host_cuda_open_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims,
     params = Lwacm(nu=0.02) if scheme == "two-step" else LwacmFused(nu=0.02, open_ghosts=scheme)
     tolerance = 1e-13 if precision == "float64" else 2e-5
     whole = assert_ranks_match_numpy(params, lattice, geo, dims, precision, host_gpu, tolerance)
-    sides = scheme == "halo" and case.endswith("-march")
+    sides = scheme == "sides" and case.endswith("-march")
     assert ("side_columns" in whole.source) == sides
     assert ("open_values" in whole.source) != sides
     if sides:
@@ -105,7 +105,7 @@ def test_bench_channels_take_side_ghosts_and_no_open_arms(case):
     single step's main kernel carries no per-link arms and its free-slip face tiles are plain
     (only the sphere's and the walls' tiles are flagged); the end planes run per link."""
     from thelma_py.modules.compute.lwacm.fused_kernels import tile_flags
-    from thelma_py.modules.compute.lwacm.halo_ghosts import side_ghosts
+    from thelma_py.modules.compute.lwacm.side_ghosts import side_ghosts
     from thelma_py.tools.bench_cases import geometry_for
 
     lattice = LATTICES["D3Q19"]
@@ -125,7 +125,7 @@ def test_bench_channels_take_side_ghosts_and_no_open_arms(case):
 def test_side_ghosts_fall_back_where_the_kernel_cannot_stage_them():
     """An inlet on a side face (its ghost needs boundary rows), or a rank box that stores the
     layer beyond an open face: no side ghosts (None: the engine keeps the per-link arms)."""
-    from thelma_py.modules.compute.lwacm.halo_ghosts import side_ghosts
+    from thelma_py.modules.compute.lwacm.side_ghosts import side_ghosts
 
     lattice = LATTICES["D3Q19"]
     geo = Geometry((8, 6, 5))

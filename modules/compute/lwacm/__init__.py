@@ -183,12 +183,12 @@ class LwacmFused(LwacmParameters):
     ahead, decoded once per staged record) or 'async' (raw codes copied by cp.async as the
     fp32 records are, decoded at each read; fp16s only): see docs/DESIGN.md (rec16)."""
 
-    open_ghosts: str = attrs.field(default="halo",
-                                   validator=attrs.validators.in_(("halo", "links")))
-    """GPU, fp32 records: where the ghosts of open boundaries come from. 'halo': free-slip
+    open_ghosts: str = attrs.field(default="sides",
+                                   validator=attrs.validators.in_(("sides", "links")))
+    """GPU, fp32 records: where the ghosts of open boundaries come from. 'sides': free-slip
     ghosts beyond the side faces staged into the kernel's shared ring as copies of their mirror
     records, so the nodes of those faces take the plain path, and the end planes of the march
-    axis (inlets, outlets across it) updated per link (:mod:`.halo_ghosts`; used where every
+    axis (inlets, outlets across it) updated per link (:mod:`.side_ghosts`; used where every
     other open link is such a copy, else 'links'); 'links': every ghost built per link inside
     the update of its open node (the arms of ``open_kernels``). Both give the NumPy reference's
     values: docs/DESIGN.md, "Free-slip side ghosts"."""

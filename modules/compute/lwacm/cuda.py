@@ -28,7 +28,6 @@ from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lwacm import fused_kernels, open_links, rule
 from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts
-from thelma_py.modules.compute.lwacm.halo_ghosts import SideGhosts, side_ghosts
 from thelma_py.modules.compute.lwacm.kernels import (
     LwacmKernelConfig,
     generate,
@@ -45,6 +44,7 @@ from thelma_py.modules.compute.lwacm.reference import (
     macroscopic_from,
     two_step_wall_tags,
 )
+from thelma_py.modules.compute.lwacm.side_ghosts import SideGhosts, side_ghosts
 from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
 from thelma_py.store16 import FORMATS, check_state_store, from_codes, to_codes
@@ -238,7 +238,7 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
 
     def _side_ghosts(self, lattice: Lattice, tags: NodeTags) -> SideGhosts | None:
-        if self.params.open_ghosts != "halo" or self.params.store != "fp32":
+        if self.params.open_ghosts != "sides" or self.params.store != "fp32":
             return None
         return side_ghosts(lattice, tags)
 

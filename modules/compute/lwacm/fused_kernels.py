@@ -67,7 +67,7 @@ rank's offset), from which each node's random bits are hashed."""
 
 
 SIDE_ARGS = [Arg("side_columns", "const int*")]
-"""The free-slip side ghosts staged as flipped copies (:mod:`.halo_ghosts`)."""
+"""The free-slip side ghosts staged as flipped copies (:mod:`.side_ghosts`)."""
 
 
 def args(store: str, rounding: str = "nearest", open_boundaries: bool = False,
@@ -230,13 +230,14 @@ def tile_flags(lattice, tags, open_plain: bool = False) -> np.ndarray:
     """The LBM tile flags (:data:`WALL_TILE`) with :data:`MOVING_TILE` added where a link
     of the tile crosses into a moving wall: the other flagged tiles take the ghost of a wall at
     rest (u_g = −u) by selects alone. ``open_plain``: open nodes without wall links count as
-    fluid (their ghosts are staged into the ring, :mod:`.halo_ghosts`)."""
-    flags = lbm_tile_flags(tags)
+    fluid (their ghosts are staged into the ring, :mod:`.side_ghosts`)."""
     if open_plain:
         layout = tags.layout
         plain = np.isin(layout.kind(tags.tags), [NodeKind.FLUID, *OPEN_KINDS]) & (
             layout.links(tags.tags) == 0)
         flags = any_per_tile(~plain).astype(np.uint8) * WALL_TILE
+    else:
+        flags = lbm_tile_flags(tags)
     walls = WallLinks(lattice, tags, np.dtype(np.float64))
     if all(velocity is None for velocity in walls.velocity.values()):
         return flags
@@ -361,7 +362,7 @@ def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
     open nodes through one instantiation (the open links are branches inside it, so a warp
     holding a face's boundary nodes does not run two updates); with ``curved``, INTERPOLATED
     nodes first, through their own instantiation; with ``sides``, open nodes as fluid ones
-    (their ghosts are in the ring, :mod:`.halo_ghosts`)."""
+    (their ghosts are in the ring, :mod:`.side_ghosts`)."""
     if curved:
         pad = " " * 20
         search = "\n".join(pad + line for line in curved_kernels.search(lattice, "n"))
@@ -492,7 +493,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 
 
 def _side_ghosts(text: str, three: bool, march: str) -> str:
-    """The kernel text with free-slip side ghosts (:mod:`.halo_ghosts`): a halo cell beyond a
+    """The kernel text with free-slip side ghosts (:mod:`.side_ghosts`): a halo cell beyond a
     side face (x, or y in 3D) of a column with a ghost is staged from its mirror record m
     (``side_columns``: the axes to negate, m − g), and the thread that copies it negates those
     components of the record once its copies of that plane have landed (before the barrier

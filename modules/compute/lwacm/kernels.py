@@ -89,7 +89,7 @@ class LwacmKernelConfig(cuda.KernelConfig):
     the kernels are those without them, text for text."""
     side_ghosts: bool = False
     """Single step, fp32 records: free-slip ghosts beyond the side faces staged as copies
-    (:mod:`.halo_ghosts`), in place of per-link :attr:`boundaries`."""
+    (:mod:`.side_ghosts`), in place of per-link :attr:`boundaries`."""
 
     @property
     def plane_rows(self) -> int:

@@ -42,7 +42,7 @@ def tangential(lattice: Lattice, face: int, i: int) -> int | None:
     c_i is normal to them), so that x − c_k is the reflection of x − c_i across those faces, for a
     node on an edge too (a diagonal link of an edge node that crosses one of its faces reflects to
     the node's neighbour along the other, not to the node itself): the ghost is then a function of
-    its own position (:mod:`.halo_ghosts`). A link crossing the node's own face is an open link only
+    its own position (:mod:`.side_ghosts`). A link crossing the node's own face is an open link only
     where x − c_k is not solid: where it is (a wall face, another open face or a body beyond the
     tangential step) the ghost lies in that wall, and the link stays a wall link ("walls win at
     edges")."""

@@ -155,13 +155,12 @@ def schaefer_turek_2d2(n: int = 20, *, device: str = "auto", steps: int | None =
     """Test 2D-2 (:mod:`thelma_py.cases.cylinder_2d2`, Re = 100, unsteady) at ``n`` nodes per
     diameter for ``steps`` steps (default 400 n / u_max, about 80 shedding periods: the
     shedding grows from the asymmetry of the geometry and is periodic over the second half);
-    returns :func:`thelma_py.cases.cylinder_2d2.shedding_measures` and the force history
-    (steps, c_D, c_L)."""
-    solver = cylinder_2d2.build(device=device, n=n, u_max=u_max, **params)
-    solver.run(steps or round(400 * n / u_max))
-    history = cylinder_2d2.force_history(solver)
-    return {"n": n, "steps": solver.time_step, "history": history,
-            **cylinder_2d2.shedding_measures(*history, n, 2.0 * u_max / 3.0)}
+    returns :func:`shedding_run`'s record (the measures of
+    :func:`thelma_py.cases.cylinder_2d2.shedding_measures` and the force history: steps, c_D,
+    c_L), forces sampled every n/4 steps as the case does."""
+    period = 5.0 * n / u_max
+    return shedding_run(n, u_max=u_max, periods=(steps or round(400 * n / u_max)) / period,
+                        samples=round(period / max(1, n // 4)), device=device, **params)
 
 
 def shedding_run(n: int, compute: str = "lbm", *, u_max: float = 0.05, periods: float = 36.0,

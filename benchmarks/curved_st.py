@@ -34,14 +34,17 @@ KEYS = ("c_D", "c_L", "dp")
 
 
 def steady_run(n: int, compute: str, interpolated: bool, device: str, precision: str,
-               seconds: float, same_grid: bool = False, shift: float = 0.0) -> dict:
-    """Schäfer–Turek 2D-1 at ``n`` nodes per diameter until its drag is steady or ``seconds``
-    (building included) are spent: steps, whether steady, run seconds, MLUPS, c_D, c_L, Δp."""
+               seconds: float, same_grid: bool = False, shift: float = 0.0,
+               max_steps: int | None = None) -> dict:
+    """Schäfer–Turek 2D-1 at ``n`` nodes per diameter until its drag is steady, ``seconds``
+    (building included) are spent or ``max_steps`` are run: steps, whether steady, run seconds,
+    MLUPS, c_D, c_L, Δp."""
     start = time.perf_counter()
     solver = cylinder.build(n=n, compute=compute, interpolated=interpolated, device=device,
                             precision=precision, same_grid=same_grid, shift=shift)
     built = time.perf_counter()
-    while solver.stop_reason is None and time.perf_counter() - start < seconds:
+    while (solver.stop_reason is None and time.perf_counter() - start < seconds
+           and (max_steps is None or solver.time_step < max_steps)):
         solver.run(20 * 8 * n)
     elapsed = time.perf_counter() - built
     nodes = solver.geometry.shape[0] * solver.geometry.shape[1]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+import math
 
 import numpy as np
+from curved_st import steady_run  # benchmarks/: this script's folder
 
-from thelma_py.cases import cylinder
 from thelma_py.modules.compute.lbm.interpolated import cut_links
 from thelma_py.modules.compute.lwacm import curved, rule
 
@@ -76,15 +76,10 @@ def run(n: int, spec: str, cap: int) -> dict:
         raise ValueError(f"run {spec!r}: compute:curved|stair:{'|'.join(DENSITY)}:bench|lbm"
                          "[:shift]")
     _variant["rho"] = DENSITY[rho]
-    start = time.perf_counter()
-    solver = cylinder.build(n=n, compute=compute, interpolated=walls == "curved", device="cpu",
-                            same_grid=grid == "lbm", shift=float(rest[0]) if rest else 0.0)
-    while solver.stop_reason is None and solver.time_step < cap:
-        solver.run(160 * n)
-    return {"n": n, "spec": spec, "steps": int(solver.time_step),
-            "steady": solver.stop_reason is not None,
-            "seconds": round(time.perf_counter() - start, 1),
-            **cylinder.schaefer_turek_measures(solver)}
+    record = steady_run(n, compute, walls == "curved", "cpu", "float64", math.inf,
+                        same_grid=grid == "lbm", shift=float(rest[0]) if rest else 0.0,
+                        max_steps=cap)
+    return {"spec": spec, **record}
 
 
 def main() -> None:

@@ -67,6 +67,23 @@ def walled_geometry(lattice: Lattice) -> Geometry:
     return geo
 
 
+def moving_body_box(lattice_name: str, compute: str, steps: int):
+    """A periodic box with a body force g and one moving interpolated sphere, run ``steps``
+    on the CPU (the momentum-balance tests of the force plug-ins): (solver, body id, g)."""
+    import thelma_py as tp
+
+    dim = 2 if lattice_name == "D2Q9" else 3
+    shape = (24, 16) if dim == 2 else (14, 10, 8)
+    g = (1e-5, 2e-6, 0.0)[:dim]
+    geo = Geometry(shape, periodic=(True,) * dim)
+    body = geo.body(Sphere(tuple(n / 2 - 0.3 for n in shape), 3.1),
+                    velocity=(0.0, 0.01, 0.0)[:dim], interpolated=True)
+    solver = tp.compose(lattice_name, geo, tp.plugin("compute", compute, nu=0.1, force=g),
+                        device="cpu")
+    solver.run(steps)
+    return solver, body, g
+
+
 def random_state(lattice: Lattice, shape, dtype, seed: int = 0) -> np.ndarray:
     """Post-collision populations far from equilibrium: f_eq(random ρ, u) plus noise."""
     rng = np.random.default_rng(seed)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from tests.lbm_setups import moving_body_box
 from tests.nvcc import compile_cubin
 from tests.test_forces import total_momentum
 from thelma_py.geometry import Box, Cylinder, Geometry, NodeKind, Shape, Sphere
@@ -132,15 +133,7 @@ def test_off_lattice_channel_walls_are_second_order():
 def test_force_closes_the_momentum_balance_with_interpolated_links(lattice):
     """As tests/test_forces.py for halfway walls: the exchanged momentum −c_i (f*_ī + f_i)
     of every interpolated link is exactly what the fluid loses, moving body included."""
-    dim = 2 if lattice == "D2Q9" else 3
-    shape = (24, 16) if dim == 2 else (14, 10, 8)
-    g = (1e-5, 2e-6, 0.0)[:dim]
-    geo = Geometry(shape, periodic=(True,) * dim)
-    body = geo.body(Sphere(tuple(n / 2 - 0.3 for n in shape), 3.1),
-                    velocity=(0.0, 0.01, 0.0)[:dim], interpolated=True)
-    solver = tp.compose(lattice, geo, tp.plugin("compute", "lbm", nu=0.1, force=g),
-                        device="cpu")
-    solver.run(100)
+    solver, body, g = moving_body_box(lattice, "lbm", 100)
     before, force = total_momentum(solver), forces(solver.engine)[body]
     solver.step(1)
     # Guo's source adds ρ g with the streamed ρ; interpolated links do not conserve mass

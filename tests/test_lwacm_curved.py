@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
-from tests.lbm_setups import assert_restart_is_bit_for_bit
+from tests.lbm_setups import assert_restart_is_bit_for_bit, moving_body_box
 from thelma_py.geometry import Box, Geometry, Sphere
 from thelma_py.modules.compute.lbm.forces import forces
 from thelma_py.modules.compute.lwacm.curved import ghost_weights
@@ -126,15 +126,7 @@ def test_force_closes_the_momentum_balance_with_curved_links(lattice, scheme):
     """The exchanged momentum −c_i (f*_ī(x) + f*_i(ghost)) of every curved link is what the
     fluid loses in a step (both schemes: the new momentum is Σ_i c_i f*_i(x − c_i) + κ ρu(x)
     + ρ' g with Σ_i c_i f*_i(x) = (1 − κ) ρu), moving body included: to 1e-12."""
-    dim = 2 if lattice == "D2Q9" else 3
-    shape = (24, 16) if dim == 2 else (14, 10, 8)
-    g = (1e-5, 2e-6, 0.0)[:dim]
-    geo = Geometry(shape, periodic=(True,) * dim)
-    body = geo.body(Sphere(tuple(n / 2 - 0.3 for n in shape), 3.1),
-                    velocity=(0.0, 0.01, 0.0)[:dim], interpolated=True)
-    solver = tp.compose(lattice, geo, tp.plugin("compute", scheme, nu=0.1, force=g),
-                        device="cpu")
-    solver.run(60)
+    solver, body, g = moving_body_box(lattice, scheme, 60)
     before, force = total_momentum(solver), forces(solver.engine)[body]
     solver.step(1)
     mass = np.asarray(solver.density())[solver.tags.fluid].sum()

@@ -39,12 +39,8 @@ CYLINDER_ID = 3
 SCHAEFER_TUREK = {"c_D": (5.57, 5.59), "c_L": (0.0104, 0.0110), "dp": (0.1172, 0.1176)}
 """Published intervals of benchmark 2D-1 (Re = 20, steady)."""
 
-FACE_OFFSET = {"lwacm": 0.5, "lwacm-fused": 0.5}
-"""Where a scheme's inlet and outlet lie beyond its end nodes, in spacings (0 if not listed:
-LBM's Zou-He faces are the nodes themselves; LW-ACM's ghosts put them at the link midpoint)."""
-
-__all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "FACE_OFFSET", "SCHAEFER_TUREK", "build",
-           "cylinder_drag", "inflow_speed", "report", "schaefer_turek_measures"]
+__all__ = ["CYLINDER_ID", "DEFAULT_STEPS", "SCHAEFER_TUREK", "build", "cylinder_drag",
+           "inflow_speed", "report", "schaefer_turek_measures"]
 
 
 def inflow_speed(n: int, u_max: float | None) -> float:
@@ -74,7 +70,7 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
     spread. ``results`` are added to the run. ``compute``: "lbm" (with ``collision``), or
     "lwacm" / "lwacm-fused" (their curved walls: ghost records, ``modules/compute/lwacm/
     curved.py``). LW-ACM's inlet and outlet sit half a spacing beyond the end nodes
-    (:data:`FACE_OFFSET`): its channel has 22 n nodes and the cylinder's centre is at
+    (the plug-in's ``open_face_offset``): its channel has 22 n nodes and the cylinder's centre is at
     x = 2 n − ½, so that inlet, cylinder and outlet are as far apart as in the benchmark (with
     ``same_grid``, the LBM grid instead: the cylinder half a spacing further from the inlet,
     an O(1/n) change of the geometry that moves c_D by −0.5 %, Δp by −0.9 % and c_L by +7 %
@@ -95,7 +91,9 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
         s = (y + 0.5) / ny
         return (4.0 * u_max * s * (1.0 - s), 0.0 * y)
 
-    offset = 0.0 if same_grid else FACE_OFFSET.get(compute, 0.0)
+    options = {"collision": collision} if compute == "lbm" else {}
+    scheme = tp.plugin("compute", compute, nu=nu, **options)
+    offset = 0.0 if same_grid else getattr(scheme, "open_face_offset", 0.0)
     geometry = tp.geometry.Geometry((22 * n + 1 - round(2 * offset) + math.ceil(shift), ny))
     geometry.inlet("-x", velocity=inflow)
     geometry.outlet("+x", rho=1.0)
@@ -103,8 +101,6 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
                                               n / 2.0 + radius_offset),
                          interpolated=interpolated)
     assert body == CYLINDER_ID
-    options = {"collision": collision} if compute == "lbm" else {}
-    scheme = tp.plugin("compute", compute, nu=nu, **options)
     # start from the inflow profile everywhere: an impulsive start from rest sends pressure
     # waves of δρ ≈ 0.2 that the outlet does not absorb at τ ≈ 0.52 (Re = 100, n = 10)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=inflow)

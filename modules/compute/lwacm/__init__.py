@@ -79,6 +79,10 @@ class LwacmParameters(RelaxationTime):
 
     fused = False
     """Class constant (not a parameter): which scheme :meth:`create` builds."""
+    open_face_offset = 0.5
+    """Class constant: where the inlets and outlets lie beyond their boundary nodes, in
+    spacings (the ghost records sit at the link midpoint; LBM's Zou-He faces, 0, are the nodes
+    themselves). A case that places a body at a distance from an inlet reads it."""
 
     nu: float = attrs.field(validator=_check_lwacm_nu)
     """Kinematic viscosity; ν = (1/ω − ½)/3, i.e. τ = 1/ω = 3ν + ½."""

@@ -4,6 +4,7 @@
 # run in separate calls:
 #   bash benchmarks/device_half.sh            # all parts
 #   bash benchmarks/device_half.sh tests bench accuracy
+#   bash benchmarks/device_half.sh probe tune   # the 16-bit pull's gap to a plain kernel (~4 min)
 # Writes JSON and logs into $OUT (default ./out) and prints a short summary. Plots, on the CPU
 # afterwards: python benchmarks/half_plot.py OUT/half_accuracy.json --out docs/validation
 . "$(dirname "$0")/device_setup.sh"
@@ -25,6 +26,15 @@ for part in $parts; do
       timeout 200 python3 benchmarks/half_accuracy.py formats cavity poiseuille tgv \
         --device cuda --out "$out/half_accuracy.json" 2>&1 | grep -v Warning \
         | tee "$out/half_accuracy.log" | tail -n 20;;
-    *) echo "unknown part $part (tests bench accuracy)";;
+    probe)  # why fp16s pull reaches 80 % of copy and a plain kernel 91 %: variants in one run
+      timeout 150 python3 benchmarks/half_probe.py --sizes 256,288 --json "$out/half_probe.json";;
+    tune)  # __launch_bounds__ min-blocks for the 16-bit pull and AA kernels, 256^3
+      timeout 150 python3 -m thelma_py.tools.bench --collision bgk --precision float32 \
+        --streaming pull --sizes 256 --cases periodic,cavity --store fp16s --min-blocks 0,10,12 \
+        --json "$out/half_tune_pull.json" | tail -n 8
+      timeout 120 python3 -m thelma_py.tools.bench --collision bgk --precision float32 \
+        --streaming aa --sizes 256 --cases periodic,cavity --store fp16s --min-blocks 0,6,8 \
+        --json "$out/half_tune_aa.json" | tail -n 8;;
+    *) echo "unknown part $part (tests bench accuracy probe tune)";;
   esac
 done

@@ -1,7 +1,9 @@
 """The closed-box options of the dense LBM kernels. ``wall_launch='split'``: a bulk kernel with
 no wall code that skips flagged tiles, then a kernel over the list of flagged tiles.
 ``moving_tiles``: Ladd's moving-wall term only in tiles that touch a moving wall (elsewhere
-the term is ±0, so a plain bounce-back is the same number). Each node is still updated once by
+the term is ±0, so a plain bounce-back is the same number). ``wall_reads='select'``: the tag
+before the loads, each population read once from the address it selects. Each node is still
+updated once by
 the same arithmetic, so the state is bit-identical to the default kernel's (and equal to the
 NumPy reference to rounding, 1e-13 relative in fp64 as in tests/test_dense_host_engine.py).
 
@@ -36,6 +38,7 @@ def _tags(geometry: str):
 
 
 SPLIT, MOVING = {"wall_launch": "split"}, {"moving_tiles": True}
+SELECT, REFETCH = {"wall_reads": "select"}, {"wall_reads": "refetch"}
 
 
 @needs_gxx
@@ -43,7 +46,9 @@ SPLIT, MOVING = {"wall_launch": "split"}, {"moving_tiles": True}
     ("walled", "pull", SPLIT), ("walled", "push", SPLIT), ("walled", "aa", SPLIT),
     ("zou-he", "pull", SPLIT), ("zou-he", "aa", SPLIT),
     ("walled", "pull", MOVING), ("walled", "push", MOVING), ("walled", "aa", MOVING),
-    ("zou-he", "push", MOVING), ("walled", "aa", {**SPLIT, **MOVING})])
+    ("zou-he", "push", MOVING), ("walled", "aa", {**SPLIT, **MOVING}),
+    ("walled", "pull", SELECT), ("walled", "aa", SELECT), ("zou-he", "pull", SELECT),
+    ("walled", "pull", {**SELECT, "moving_tiles": False}), ("walled", "aa", {**SELECT, **SPLIT})])
 def test_closed_box_options_are_bit_identical_to_default(host_gpu, geometry, scheme, options):
     lattice, tags = _tags(geometry)
     fused = _engine(host_gpu, lattice, tags, scheme, {"block": 64})
@@ -52,7 +57,7 @@ def test_closed_box_options_are_bit_identical_to_default(host_gpu, geometry, sch
         assert int(split.n_wall_tiles) > 0
     if "wall_launch" in options and geometry == "walled":  # the small channel: walls only
         assert int(split.n_wall_tiles) < split.tile_flags.size  # both kernels have work
-    if "moving_tiles" in options:  # tiles with a moving wall and tiles with walls at rest
+    if options.get("moving_tiles"):  # tiles with a moving wall and tiles with walls at rest
         flags = split.tile_flags
         assert (flags == 3).any() and (flags == 1).any()
     cpu = _engine(select_backend("cpu"), lattice, tags, scheme, {})
@@ -74,7 +79,7 @@ def test_gpu_closed_box_options_are_bit_identical_to_default(scheme, dtype):
     lattice, tags = _tags("walled")
     gpu = select_backend("cuda")
     engines = [_engine(gpu, lattice, tags, scheme, options, dtype)
-               for options in ({}, SPLIT, MOVING, {**SPLIT, **MOVING})]
+               for options in ({}, SPLIT, MOVING, {**SPLIT, **MOVING}, SELECT)]
     for engine in engines:
         engine.poison()
         engine.step(39)  # a captured graph
@@ -97,6 +102,13 @@ def test_split_wall_launch_refusals():
             ).kernel_source(lattice, np.float32)
     with pytest.raises(ValueError, match="wall_launch"):
         Lbm(nu=0.04, cuda_options={"wall_launch": "apart"}).kernel_source(lattice, np.float32)
+    with pytest.raises(ValueError, match="wall_reads 'select' runs with propagation 'direct'"):
+        Lbm(nu=0.04, cuda_options={**SELECT, "propagation": "shared"}
+            ).kernel_source(lattice, np.float32)
+    with pytest.raises(ValueError, match="dense storage"):
+        Lbm(nu=0.04, storage="sparse", cuda_options=SELECT).kernel_source(lattice, np.float32)
+    with pytest.raises(ValueError, match="wall_reads"):
+        Lbm(nu=0.04, cuda_options={"wall_reads": "twice"}).kernel_source(lattice, np.float32)
 
 
 def test_bench_sweeps_split_launch_for_dense_direct_lbm_only():
@@ -110,6 +122,8 @@ def test_bench_sweeps_split_launch_for_dense_direct_lbm_only():
     assert "split moving-tiles" in cfg.label
     assert compute_params(cfg).cuda_options["wall_launch"] == "split"
     assert compute_params(cfg).cuda_options["moving_tiles"] is True
+    assert not _wanted(BenchConfig(storage="sparse", wall_reads="select"), 0.3)
+    assert compute_params(BenchConfig(wall_reads="select")).cuda_options["wall_reads"] == "select"
 
 
 def closed_box_source(scheme, real):
@@ -134,13 +148,15 @@ def test_closed_box_kernels_compile_with_nvcc(tmp_path, real):
 
 @needs_gxx
 @pytest.mark.parametrize("scheme", ["pull", "aa"])
-def test_moving_tiles_with_16_bit_storage_are_bit_identical(host_gpu, scheme):
-    """The default (moving-wall terms only in moving tiles) composes with 16-bit storage."""
+@pytest.mark.parametrize("option", [{"moving_tiles": False}, REFETCH])
+def test_closed_box_options_with_16_bit_storage_are_bit_identical(host_gpu, scheme, option):
+    """The defaults with 16-bit storage (moving-wall terms only in moving tiles, selected
+    addresses) give the state of the other choice bit for bit."""
     lattice, tags = _tags("walled")
     engines = []
-    for moving in (False, True):
+    for options in (option, {}):
         params = Lbm(nu=0.04, collision="bgk", streaming=scheme, store="fp16c",
-                     cuda_options={"block": 64, "moving_tiles": moving})
+                     cuda_options={"block": 64, **options})
         engine = params.create(lattice, tags, host_gpu, np.dtype(np.float32))
         engine.load_state({"f": random_state(lattice, tags.tags.shape, np.float32)})
         engines.append(engine)
@@ -153,5 +169,8 @@ def test_moving_tiles_with_16_bit_storage_are_bit_identical(host_gpu, scheme):
 
 def test_moving_tiles_default_where_they_run():
     assert Lbm(nu=0.04).tuning()["moving_tiles"] is True
+    assert Lbm(nu=0.04).tuning()["wall_reads"] == "refetch"
+    assert Lbm(nu=0.04, store="fp16s").tuning()["wall_reads"] == "select"
+    assert Lbm(nu=0.04, store="fp16s", storage="sparse").tuning()["wall_reads"] == "refetch"
     assert Lbm(nu=0.04, storage="sparse").tuning()["moving_tiles"] is False
     assert Lbm(nu=0.04, cuda_options={"propagation": "shared"}).tuning()["moving_tiles"] is False

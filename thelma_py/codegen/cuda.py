@@ -169,35 +169,50 @@ def pop_value(lattice: Lattice, i: int, value: str, store: str = "fp32") -> str:
     return value if store == "fp32" else f"pop_encode({value} - {shift(lattice, i)})"
 
 
+WALL_READS = ("refetch", "select")
+"""How a population across a wall link is read: ``refetch`` loads every population from
+upstream without waiting for the tag and re-reads the bounced one after it; ``select`` waits
+for the tag and loads each population once, from the address it selects (fewer live registers,
+one dependent load more in front)."""
+
+
 def population_reads(lattice: Lattice, scheme: str, parity: str,
-                     momentum: WallMomentum | None = None, store: str = "fp32"
-                     ) -> tuple[list[str], list[str]]:
+                     momentum: WallMomentum | None = None, store: str = "fp32",
+                     wall_reads: str = "refetch") -> tuple[list[str], list[str]]:
     """C statements loading f0..f{Q-1} of a pull, push or AA (``parity`` 'even' / 'odd') step:
     (loads, wall fix-ups). ``momentum`` None: walls at rest (no Ladd term). ``store``: the
     population storage (:data:`thelma_py.store16.STORES`); 16-bit values are decoded here.
 
-    The loads never depend on the tag, so all Q of them are in flight at once while the tile
-    flag and tag arrive; a wall link then re-reads its bounced population (rare)."""
+    ``wall_reads`` (:data:`WALL_READS`) 'refetch': the loads never depend on the tag, so all Q
+    of them are in flight at once while the tile flag and tag arrive; a wall link then re-reads
+    its bounced population (rare). 'select': ``tag`` is known before the loads, and each
+    population is read once from the upstream or the bounced address; the fix-ups only add the
+    moving-wall term."""
     opp = lattice.opposite
     loads, fixups = [], []
     for i in range(lattice.q):
         upstream = node_index(lattice, i, -1)
         if scheme == "pull":
-            source, bounce = f"src[{i} * N + {upstream}]", f"src[{opp[i]} * N + n]"
+            array, source, bounce = "src", f"{i} * N + {upstream}", f"{opp[i]} * N + n"
         elif scheme == "push":
-            source = bounce = f"src[{i} * N + n]"
+            array, source, bounce = "src", f"{i} * N + n", f"{i} * N + n"
         elif parity == "even":
-            source = bounce = f"f[{i} * N + n]"
+            array, source, bounce = "f", f"{i} * N + n", f"{i} * N + n"
         else:
-            source, bounce = f"f[{opp[i]} * N + {upstream}]", f"f[{i} * N + n]"
-        loads.append(f"real_t f{i} = {pop_load(lattice, i, source, store)};")
-        if i == 0 or source == bounce:
-            continue
-        bounce = pop_load(lattice, i, bounce, store)  # w_i = w_ī: slot ī holds the same shift
+            array, source, bounce = "f", f"{opp[i]} * N + {upstream}", f"{i} * N + n"
         wall = f"((tag >> {LINK_SHIFT + i - 1}) & 1)"
-        fix = f"f{i} = {bounce};"
-        if momentum is not None:
-            setup, term = wall_term(lattice, i, momentum)
-            fix = f"{setup} f{i} = {bounce} + {term};"
-        fixups.append(f"if ({wall}) {{ {fix} }}")
+        crosses = i != 0 and source != bounce
+        index = f"{wall} ? {bounce} : {source}" if crosses and wall_reads == "select" else source
+        loads.append(f"real_t f{i} = {pop_load(lattice, i, f'{array}[{index}]', store)};")
+        if not crosses:
+            continue
+        # w_i = w_ī: slot ī holds the same shift
+        reread = pop_load(lattice, i, f"{array}[{bounce}]", store)
+        if momentum is None:
+            if wall_reads == "refetch":
+                fixups.append(f"if ({wall}) {{ f{i} = {reread}; }}")
+            continue
+        setup, term = wall_term(lattice, i, momentum)
+        value = reread if wall_reads == "refetch" else f"f{i}"
+        fixups.append(f"if ({wall}) {{ {setup} f{i} = {value} + {term}; }}")
     return loads, fixups

@@ -58,6 +58,9 @@ class BenchConfig:
     """lwacm-fused 16-bit records: rounded to nearest or stochastically."""
     staging: str = "registers"
     """lwacm-fused 16-bit records: staged through registers or by cp.async ('async')."""
+    wall_reads: str | None = None
+    """LBM dense: populations across wall links re-read ('refetch') or read once from a
+    selected address ('select'); None: the plug-in's default."""
 
     @property
     def label(self) -> str:
@@ -71,7 +74,8 @@ class BenchConfig:
             {None: "", True: " moving-tiles", False: " all-tiles"}[self.moving_tiles]) + (
             f" {self.store}" if self.store != "fp32" else "") + (
             " sr" if self.rounding == "stochastic" else "") + (
-            " async" if self.staging == "async" else "")
+            " async" if self.staging == "async" else "") + (
+            f" {self.wall_reads}" if self.wall_reads else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -116,6 +120,8 @@ def compute_params(cfg: BenchConfig):
                                   "wall_launch": cfg.wall_launch}}
         if cfg.moving_tiles is not None:
             extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
+        if cfg.wall_reads is not None:
+            extra["cuda_options"]["wall_reads"] = cfg.wall_reads
     if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
         extra.update(store=cfg.store, rounding=cfg.rounding, staging=cfg.staging)
     if cfg.les != "none":
@@ -309,13 +315,13 @@ def _words(text: str) -> list[str]:
 def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     """Skip what a sweep would repeat or cannot run: fluid fractions of cases that are not
     porous, sparse storage outside LBM pull and AA, propagation variants outside LBM dense
-    pull and push, split wall launches and moving tiles outside LBM dense direct."""
+    pull and push, split wall launches, moving tiles and wall reads outside LBM dense direct."""
     if cfg.case != "porous" and cfg.fluid_fraction != first_fraction:
         return False
     if cfg.propagation != "direct" and (cfg.compute != "lbm" or cfg.storage != "dense"
                                         or cfg.streaming == "aa"):
         return False
-    if (cfg.wall_launch != "fused" or cfg.moving_tiles) and (
+    if (cfg.wall_launch != "fused" or cfg.moving_tiles or cfg.wall_reads) and (
             cfg.compute != "lbm" or cfg.storage != "dense" or cfg.propagation != "direct"):
         return False
     if cfg.store != "fp32" and (cfg.compute not in ("lbm", "lwacm-fused")
@@ -361,6 +367,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="LBM dense: 0,1 to compare moving-wall terms everywhere / only in "
                              "tiles that touch a moving wall (default: the plug-in's own choice, "
                              "on where it runs)")
+    parser.add_argument("--wall-reads", type=_words, default=None,
+                        help="LBM dense: refetch,select to compare how populations across wall "
+                             "links are read (default: the plug-in's own choice)")
     parser.add_argument("--storage", type=_words, default=["dense"],
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
@@ -426,7 +435,8 @@ def run(args: argparse.Namespace) -> int:
         args.cases, args.block_sizes, args.min_blocks, [bool(v) for v in args.streaming_stores],
         args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
         [None] if args.moving_tiles is None else [bool(v) for v in args.moving_tiles],
-        args.store, args.rounding, args.staging))
+        args.store, args.rounding, args.staging,
+        [None] if args.wall_reads is None else args.wall_reads))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

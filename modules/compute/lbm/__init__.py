@@ -87,15 +87,19 @@ class Lbm(RelaxationTime):
     populations with c_x ≠ 0 cross between threads, dense pull or push; see
     :mod:`.propagation`), wall_launch ('fused' | 'split': wall tiles in the step kernel or in
     a kernel of their own), moving_tiles (moving-wall terms only in tiles that touch a moving
-    wall). Results do not depend on them."""
+    wall), wall_reads ('refetch' | 'select': a population across a wall link re-read after
+    the tag, or read once from an address the tag selects; default 'select' with 16-bit
+    storage). Results do not depend on them."""
 
     def tuning(self) -> dict:
         """``cuda_options`` with the defaults filled in (``moving_tiles`` on by default where
         it runs: dense storage with direct propagation)."""
         options = {**CUDA_OPTIONS, **self.cuda_options}
+        direct = self.storage == "dense" and options["propagation"] == "direct"
         if options["moving_tiles"] is None:
-            options["moving_tiles"] = (self.storage == "dense"
-                                       and options["propagation"] == "direct")
+            options["moving_tiles"] = direct
+        if options["wall_reads"] is None:  # 2-byte loads need occupancy more than early loads
+            options["wall_reads"] = "select" if direct and self.store != "fp32" else "refetch"
         return options
 
     @property
@@ -145,10 +149,11 @@ class Lbm(RelaxationTime):
         options = self.tuning()
         # the same configuration (collision, precision, boundaries) drives either layout
         emit = generate_sparse if self.storage == "sparse" else generate
-        if self.storage == "sparse" and (options["propagation"], options["wall_launch"],
-                                         bool(options["moving_tiles"])) != ("direct", "fused",
-                                                                            False):
-            raise ValueError("cuda_options propagation, wall_launch and moving_tiles are for "
+        if self.storage == "sparse" and (
+                options["propagation"], options["wall_launch"], bool(options["moving_tiles"]),
+                options["wall_reads"]) != ("direct", "fused", False, "refetch"):
+            raise ValueError("cuda_options propagation, wall_launch, moving_tiles and "
+                             "wall_reads are for "
                              "dense storage; sparse storage reads through its neighbour table")
         return emit(KernelConfig(
             lattice=lattice, relaxation=self.relaxation(lattice),
@@ -158,6 +163,7 @@ class Lbm(RelaxationTime):
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
             interpolated=interpolated, propagation=options["propagation"],
             wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"]),
+            wall_reads=options["wall_reads"],
             store=self.store))
 
     def check(self, lattice: Lattice) -> None:

@@ -35,9 +35,11 @@ from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
 CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False,
-                "propagation": "direct", "wall_launch": "fused", "moving_tiles": None}
+                "propagation": "direct", "wall_launch": "fused", "moving_tiles": None,
+                "wall_reads": None}
 """Defaults of ``Lbm.cuda_options``; ``moving_tiles`` None: on where it runs (dense storage,
-direct propagation), as measured faster there (benchmarks/NOTES.md, run 23)."""
+direct propagation), as measured faster there (benchmarks/NOTES.md, run 23); ``wall_reads``
+None: 'select' for 16-bit storage, 'refetch' for fp32 (run 37)."""
 MOVING_TILE = 2
 """Tile flag bit (``moving_tiles``): a wall link of the tile ends on a moving wall."""
 WALL_LAUNCHES = ("fused", "split")
@@ -73,6 +75,11 @@ class KernelConfig(cuda.KernelConfig):
     """Ladd's moving-wall term only in tiles flagged :data:`MOVING_TILE` (one warp-uniform
     branch); other wall links bounce back plainly, with no wall-row lookups."""
 
+    wall_reads: str = attrs.field(default="refetch",
+                                  validator=attrs.validators.in_(cuda.WALL_READS))
+    """Populations across wall links: re-read after the tag, or loaded once from a selected
+    address (:func:`thelma_py.codegen.cuda.population_reads`)."""
+
     @moving_tiles.validator
     def _check_moving_tiles(self, _, value):
         if value and self.propagation != "direct":
@@ -92,6 +99,12 @@ class KernelConfig(cuda.KernelConfig):
     """Population storage: fp32 (real_t) or a 16-bit format of f_i − w_i
     (:mod:`thelma_py.store16`; fp32 arithmetic). Every population read (bulk, walls, open
     boundaries, interpolated links) decodes, every store encodes."""
+
+    @wall_reads.validator
+    def _check_wall_reads(self, _, value):
+        if value == "select" and self.propagation != "direct":
+            raise ValueError("wall_reads 'select' runs with propagation 'direct' (the variants "
+                             "load before any thread may return)")
 
     @store.validator
     def _check_store(self, _, value):
@@ -250,12 +263,15 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     'walls' (the listed flagged tiles) for ``wall_launch='split'``."""
     suffix = "" if cfg.scheme != "aa" else f"_{parity}"
     name = f"lbm_step{suffix}{'_macro' if store else ''}{'_' + part if part else ''}"
+    # the bulk kernel of a split launch has a constant tag: nothing to select
+    reads = cfg.wall_reads if part != "bulk" else "refetch"
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
-                                          wall_momentum if cfg.moving_walls else None, cfg.store)
+                                          wall_momentum if cfg.moving_walls else None, cfg.store,
+                                          reads)
     writes = _writes(cfg, parity)
     if cfg.moving_tiles and cfg.moving_walls:  # wall-row lookups only where a wall moves
         fixups = _by_tile(fixups, cuda.population_reads(cfg.lattice, cfg.scheme, parity, None,
-                                                         cfg.store)[1])
+                                                         cfg.store, reads)[1])
     body, rho, u = _collision(cfg)
     pad = " " * 4
     # Every node runs the wall-aware path: clean tiles take a constant 'fluid, no wall link'
@@ -270,19 +286,24 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     moved = cfg.propagation != "direct"  # a variant of .propagation: no early returns
     if moved and cfg.scheme == "pull":
         loads = variants.pull_loads(cfg.lattice, cfg.propagation, cfg.block, loads)
-    lines += loads
-    lines += [{"": "const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
-               "bulk": "const tag_t tag = (tag_t)KIND_FLUID;  // no wall code survives",
-               "walls": "const tag_t tag = tags[n];"}[part]]
-    if cfg.boundaries or cfg.interpolated:  # those kinds stream and collide; walls stop
-        lines += ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"] + fixups
+    tag = [{"": "const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
+            "bulk": "const tag_t tag = (tag_t)KIND_FLUID;  // no wall code survives",
+            "walls": "const tag_t tag = tags[n];"}[part]]
+    if reads == "select":  # the tag first: the loads take their addresses from it
+        lines += tag + ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"
+                        if cfg.boundaries or cfg.interpolated else
+                        "if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + loads + fixups
+        lines += _open_call(cfg) if cfg.boundaries or cfg.interpolated else []
+    elif cfg.boundaries or cfg.interpolated:  # those kinds stream and collide; walls stop
+        lines += loads + tag + ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"] + fixups
         lines += _open_call(cfg)
     elif moved and cfg.scheme == "push":  # every thread reaches the shifts of the stores
+        lines += loads + tag
         lines += ["const bool live = inside && (tag & TAG_KIND_MASK) == KIND_FLUID;"] + fixups
         writes = variants.push_writes(cfg.lattice, cfg.propagation, cfg.block, writes,
                                       LINK_SHIFT, "__stcs" if cfg.streaming_stores else "store")
     else:
-        lines += ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
+        lines += loads + tag + ["if ((tag & TAG_KIND_MASK) != KIND_FLUID) return;"] + fixups
     code = "\n".join(pad + line.replace("\n", "\n" + pad) for line in lines)
     code += "\n" + body
     if store:

@@ -148,10 +148,10 @@ def test_closed_box_kernels_compile_with_nvcc(tmp_path, real):
 
 @needs_gxx
 @pytest.mark.parametrize("scheme", ["pull", "aa"])
-@pytest.mark.parametrize("option", [{"moving_tiles": False}, REFETCH])
+@pytest.mark.parametrize("option", [{"moving_tiles": False}, REFETCH, SPLIT])
 def test_closed_box_options_with_16_bit_storage_are_bit_identical(host_gpu, scheme, option):
     """The defaults with 16-bit storage (moving-wall terms only in moving tiles, selected
-    addresses) give the state of the other choice bit for bit."""
+    addresses, one fused launch) give the state of the other choice bit for bit."""
     lattice, tags = _tags("walled")
     engines = []
     for options in (option, {}):
@@ -169,8 +169,10 @@ def test_closed_box_options_with_16_bit_storage_are_bit_identical(host_gpu, sche
 
 def test_moving_tiles_default_where_they_run():
     assert Lbm(nu=0.04).tuning()["moving_tiles"] is True
-    assert Lbm(nu=0.04).tuning()["wall_reads"] == "refetch"
-    assert Lbm(nu=0.04, store="fp16s").tuning()["wall_reads"] == "select"
-    assert Lbm(nu=0.04, store="fp16s", storage="sparse").tuning()["wall_reads"] == "refetch"
+    assert Lbm(nu=0.04).wall_reads(moving_walls=False) == "refetch"
+    assert Lbm(nu=0.04, store="fp16s").wall_reads(moving_walls=True) == "select"
+    assert Lbm(nu=0.04, store="fp16s", streaming="aa").wall_reads(moving_walls=False) == "select"
+    assert Lbm(nu=0.04, store="fp16s", streaming="aa").wall_reads(moving_walls=True) == "refetch"
+    assert Lbm(nu=0.04, store="fp16s", storage="sparse").wall_reads(False) == "refetch"
     assert Lbm(nu=0.04, storage="sparse").tuning()["moving_tiles"] is False
     assert Lbm(nu=0.04, cuda_options={"propagation": "shared"}).tuning()["moving_tiles"] is False

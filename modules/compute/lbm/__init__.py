@@ -88,19 +88,28 @@ class Lbm(RelaxationTime):
     :mod:`.propagation`), wall_launch ('fused' | 'split': wall tiles in the step kernel or in
     a kernel of their own), moving_tiles (moving-wall terms only in tiles that touch a moving
     wall), wall_reads ('refetch' | 'select': a population across a wall link re-read after
-    the tag, or read once from an address the tag selects; default 'select' with 16-bit
-    storage). Results do not depend on them."""
+    the tag, or read once from an address the tag selects; :meth:`wall_reads` gives the
+    default). Results do not depend on them."""
 
     def tuning(self) -> dict:
         """``cuda_options`` with the defaults filled in (``moving_tiles`` on by default where
         it runs: dense storage with direct propagation)."""
         options = {**CUDA_OPTIONS, **self.cuda_options}
-        direct = self.storage == "dense" and options["propagation"] == "direct"
         if options["moving_tiles"] is None:
-            options["moving_tiles"] = direct
-        if options["wall_reads"] is None:  # 2-byte loads need occupancy more than early loads
-            options["wall_reads"] = "select" if direct and self.store != "fp32" else "refetch"
+            options["moving_tiles"] = (self.storage == "dense"
+                                       and options["propagation"] == "direct")
         return options
+
+    def wall_reads(self, moving_walls: bool) -> str:
+        """``cuda_options['wall_reads']``, or the measured default (benchmarks/NOTES.md, run
+        37): 'select' for 16-bit storage (2-byte loads need occupancy more than early loads),
+        except AA with moving walls, whose wall-row code then holds the registers anyway."""
+        options = self.tuning()
+        if options["wall_reads"] is not None:
+            return options["wall_reads"]
+        direct = self.storage == "dense" and options["propagation"] == "direct"
+        aa_moving = self.streaming == "aa" and moving_walls
+        return "select" if direct and self.store != "fp32" and not aa_moving else "refetch"
 
     @property
     def omega_minus(self) -> float:
@@ -151,7 +160,8 @@ class Lbm(RelaxationTime):
         emit = generate_sparse if self.storage == "sparse" else generate
         if self.storage == "sparse" and (
                 options["propagation"], options["wall_launch"], bool(options["moving_tiles"]),
-                options["wall_reads"]) != ("direct", "fused", False, "refetch"):
+                options["wall_reads"] not in (None, "refetch")) != ("direct", "fused", False,
+                                                                   False):
             raise ValueError("cuda_options propagation, wall_launch, moving_tiles and "
                              "wall_reads are for "
                              "dense storage; sparse storage reads through its neighbour table")
@@ -163,7 +173,7 @@ class Lbm(RelaxationTime):
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
             interpolated=interpolated, propagation=options["propagation"],
             wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"]),
-            wall_reads=options["wall_reads"],
+            wall_reads=self.wall_reads(moving_walls),
             store=self.store))
 
     def check(self, lattice: Lattice) -> None:

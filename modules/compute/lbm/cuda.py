@@ -92,8 +92,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         if self.split:
             self.wall_kernels = {key: module.get_function(name)
                                  for key, name in kernel_names(self.scheme, "walls").items()}
-            self.wall_args = wall_args(self.scheme).bind(real_t=self.dtype,
-                                                         tag_t=tags.tags.dtype)
+            self.wall_args = wall_args(self.scheme, params.store).bind(
+                real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
             listed = np.flatnonzero(flags.reshape(-1)).astype(np.int32)
             self.n_wall_tiles = np.int32(len(listed))
             self.wall_tiles = xp.asarray(np.append(listed, 0).astype(np.int32))

@@ -112,9 +112,9 @@ class KernelConfig(cuda.KernelConfig):
             return
         if self.real != "float":
             raise ValueError(f"store={value!r} keeps fp32 arithmetic; use precision float32")
-        if self.propagation != "direct" or self.wall_launch != "fused":
-            raise ValueError(f"store={value!r} runs with propagation 'direct' and wall_launch "
-                             "'fused' (the variants move fp32 values)")
+        if self.propagation != "direct":
+            raise ValueError(f"store={value!r} runs with propagation 'direct' (the variants "
+                             "move fp32 values)")
 
     @interpolated.validator
     def _check_interpolated(self, _, value):

@@ -11,7 +11,7 @@ import pytest
 from tests.lbm_setups import LATTICES, configs, walled_geometry
 from tests.nvcc import compile_cubin
 from thelma_py.codegen.cuda import TILE
-from thelma_py.codegen.tag_tables import edge_table, tile_flags
+from thelma_py.codegen.tag_tables import FACES, box_walls, edge_table, face_tags, tile_flags
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.kernels import SCHEMES, KernelConfig, generate, kernel_names
 
@@ -52,6 +52,33 @@ def test_tile_flags_mark_exactly_tiles_with_walls():
         tile = plain[z, y, t * TILE:(t + 1) * TILE]
         assert flags[z, y, t] == (0 if tile.all() else 1)
     assert 0 < flags.mean() < 1
+
+
+def test_closed_box_faces_are_computed_and_flag_no_tile():
+    """A cavity's stored tags are exactly fluid with the links across its six faces, so every
+    tile computes its tag; an obstacle flags its own tiles only; periodic axes and open faces
+    are not wall faces."""
+    import thelma_py as tp
+
+    for name, shape in (("D2Q9", (40, 24)), ("D3Q19", (40, 12, 10)), ("D3Q27", (33, 8, 6))):
+        lattice = LATTICES[name]
+        lid = (0.05,) + (0.0,) * (lattice.d - 1)
+        tags = tp.geometry.cavity(shape, lid_velocity=lid).evaluate(lattice)
+        walls = box_walls(tags)
+        assert walls == (1 << 2 * lattice.d) - 1, (name, bin(walls))
+        np.testing.assert_array_equal(face_tags(lattice, tags.tags.shape, walls), tags.tags)
+        assert not tile_flags(tags, walls).any() and tile_flags(tags).all()
+    lattice = LATTICES["D3Q19"]
+    tags = walled_geometry(lattice).evaluate(lattice)  # periodic x, walls on y and z, a sphere
+    walls = box_walls(tags)
+    assert [FACES[k] for k in range(6) if walls >> k & 1] == ["-y", "+y", "-z", "+z"]
+    flags = tile_flags(tags, walls)
+    solid_or_linked = (tags.kind != 1) | (
+        (tags.tags != face_tags(lattice, tags.tags.shape, walls)))
+    assert flags.any() and flags.sum() < tile_flags(tags).sum()
+    for z, y, t in np.ndindex(*flags.shape):
+        assert flags[z, y, t] == solid_or_linked[z, y, t * TILE:(t + 1) * TILE].any()
+    assert box_walls(tp.geometry.periodic_box((40, 8, 8)).evaluate(lattice)) == 0
 
 
 def test_edge_table_gives_lid_row_beyond_top_face():

@@ -1,9 +1,11 @@
 """Host arrays the generated kernels read beside the tag words: tile flags and the edge table.
 
-Kernels read a node's tag only inside 32-node tiles (:data:`.cuda.TILE`, one warp along x) that
-hold a wall link or a non-fluid node, flagged by one byte per tile; elsewhere the tag is the
-constant "fluid, no link". The edge table gives ``wall_id`` (:data:`.cuda.WALL_ID`) the boundary
-row of a wall beyond the faces of the stored box.
+Kernels read a node's tag only inside 32-node tiles (:data:`.cuda.TILE`, one warp along x)
+flagged by one byte per tile; elsewhere the tag is computed: "fluid", and with ``box_walls`` (the
+LBM dense kernels) the links that cross those faces of the stored box that are walls
+(:func:`face_tag_function`, :func:`face_tags`). A tile is flagged where a stored tag differs
+from that. The edge table gives ``wall_id`` (:data:`.cuda.WALL_ID`) the boundary row of a wall
+beyond the faces of the stored box.
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.codegen.cuda import TILE
+from thelma_py.lattice import Lattice
+from thelma_py.tags import TagLayout
+
+FACES = ("-x", "+x", "-y", "+y", "-z", "+z")
+"""Bit k of ``box_walls``: face FACES[k] of the stored box is a wall."""
 
 
 def edge_table(tags) -> np.ndarray:
@@ -49,8 +56,65 @@ def any_per_tile(mask: np.ndarray) -> np.ndarray:
     return padded.reshape(nz, ny, -1, TILE).any(axis=-1)
 
 
-def tile_flags(tags) -> np.ndarray:
-    """One byte per 32-node tile along x: 1 where a node is not fluid or has a wall link."""
-    layout = tags.layout
-    plain = (layout.kind(tags.tags) == 1) & (layout.links(tags.tags) == 0)
-    return any_per_tile(~plain).astype(np.uint8)
+def face_masks(lattice: Lattice) -> list[int]:
+    """Link bits of a node on each face of :data:`FACES`: the links i whose upstream node
+    x − c_i lies beyond that face."""
+    layout = TagLayout(lattice)
+    masks = []
+    for axis in range(3):
+        for beyond in (+1, -1):  # -face: c_i = +1 along the axis reaches back across it
+            masks.append(sum(1 << layout.link_bit(i) for i in range(1, lattice.q)
+                             if axis < lattice.d and int(lattice.c[i][axis]) == beyond))
+    return masks
+
+
+def face_tag_function(lattice: Lattice) -> str:
+    """The ``face_tag`` device function: the tag a fluid node has when its only wall links are
+    those across the faces of the stored box named by ``box_walls`` (bits of :data:`FACES`)."""
+    suffix = "ull" if TagLayout(lattice).dtype.itemsize == 8 else "u"
+    tests = [f"    if ((box_walls & {1 << k}) && {axis} == {'0' if k % 2 == 0 else f'n{axis} - 1'})"
+             f" tag |= (tag_t){mask}{suffix};"
+             for k, (axis, mask) in enumerate(zip("xxyyzz", face_masks(lattice), strict=True))
+             if mask]
+    return "\n".join([
+        "// tag of a node in a clean tile: fluid, with the links across the wall faces",
+        "__device__ __forceinline__ tag_t face_tag(int x, int y, int z, int nx, int ny, int nz,",
+        "                                          int box_walls)",
+        "{", "    tag_t tag = (tag_t)KIND_FLUID;", *tests, "    return tag;", "}"])
+
+
+def face_tags(lattice: Lattice, shape: tuple, box_walls: int) -> np.ndarray:
+    """What ``face_tag`` gives at every node of a stored box of ``shape`` ((Nz,) Ny, Nx)."""
+    layout = TagLayout(lattice)
+    words = np.full(shape, layout.encode(1), dtype=layout.dtype)
+    for k, mask in enumerate(face_masks(lattice)):
+        axis = len(shape) - 1 - k // 2  # x is the last array axis
+        if box_walls >> k & 1 and mask and axis >= 0:
+            layer = [slice(None)] * len(shape)
+            layer[axis] = 0 if k % 2 == 0 else shape[axis] - 1
+            words[tuple(layer)] |= layout.dtype.type(mask)
+    return words
+
+
+def box_walls(tags) -> int:
+    """Bits of :data:`FACES` whose layer's fluid nodes all have every link across the face:
+    faces that are walls there (not a periodic axis, a rank's inner side or an open face)."""
+    layout, words = tags.layout, tags.tags
+    bits = 0
+    for k, mask in enumerate(face_masks(tags.layout.lattice)):
+        axis = words.ndim - 1 - k // 2
+        if not mask or axis < 0:
+            continue
+        layer = np.take(words, 0 if k % 2 == 0 else words.shape[axis] - 1, axis=axis)
+        fluid = layout.kind(layer) == 1
+        crossing = (layer & layout.dtype.type(mask)) == mask
+        if fluid.any() and crossing[fluid].all():
+            bits |= 1 << k
+    return bits
+
+
+def tile_flags(tags, walls: int = 0) -> np.ndarray:
+    """One byte per 32-node tile along x: 1 where a stored tag differs from the computed one,
+    :func:`face_tags` with ``walls`` (0: fluid without wall links)."""
+    computed = face_tags(tags.layout.lattice, tags.tags.shape, walls)
+    return any_per_tile(tags.tags != computed).astype(np.uint8)

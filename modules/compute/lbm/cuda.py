@@ -13,7 +13,7 @@ import numpy as np
 from thelma_py.backend import Backend
 from thelma_py.codegen.compile import compile_module
 from thelma_py.codegen.cuda import TILE
-from thelma_py.codegen.tag_tables import any_per_tile, edge_table, tile_flags
+from thelma_py.codegen.tag_tables import any_per_tile, box_walls, edge_table, tile_flags
 from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
@@ -68,12 +68,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             boundaries=tags.open_kinds, interpolated=bool(len(tags.curved_nodes)))
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
-        flags = tile_flags(tags)
-        # kernels read a tag only in flagged tiles (and wall_id only across a wall link, which
-        # flags its tile): with none flagged one word stands in for the array (4 B per node)
-        self.tags_stored = bool(flags.any())
-        check_memory(backend, self.nodes, self.memory_bytes_per_node,
-                     hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
+        # clean tiles compute their tag: fluid, with the links across the wall faces of the box
+        self.box_walls = np.int32(box_walls(tags))
+        flags = tile_flags(tags, int(self.box_walls))
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
         options = params.tuning()
@@ -82,6 +79,11 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, cupy)
         if options["moving_tiles"]:
             flags = flags | moving_tile_flags(self.walls, tags.tags.shape)
+        # kernels read a tag only in flagged tiles (wall_id reads a stored solid's, which
+        # flags the tile of its link): with none flagged one word stands in for the array
+        self.tags_stored = bool(flags.any())
+        check_memory(backend, self.nodes, self.memory_bytes_per_node,
+                     hint="or streaming='aa' (one copy of f)" if self.scheme != "aa" else "")
         module = compile_module(self.source)
         self.kernels = {key: module.get_function(name) for key, name in
                         kernel_names(self.scheme, "bulk" if self.split else "").items()}

@@ -26,6 +26,7 @@ from thelma_py.codegen import cuda
 from thelma_py.codegen.cuda import c3 as _c3
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
+from thelma_py.codegen.tag_tables import face_tag_function
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm import propagation as variants
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
@@ -164,7 +165,8 @@ def step_args(scheme: str, store: str = "fp32") -> KernelArgs:
     return KernelArgs("lbm step", [
         buffers,
         [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
-        [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int")],
+        [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int"),
+         Arg("box_walls", "int")],
         [Arg("omega", "real_t"), Arg("omega_minus", "real_t"), Arg("nx", "int"),
          Arg("ny", "int"), Arg("nz", "int")],
         [Arg("rho_out", "real_t*", "rho"), Arg("u_out", "real_t*", "u")],
@@ -263,8 +265,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     'walls' (the listed flagged tiles) for ``wall_launch='split'``."""
     suffix = "" if cfg.scheme != "aa" else f"_{parity}"
     name = f"lbm_step{suffix}{'_macro' if store else ''}{'_' + part if part else ''}"
-    # the bulk kernel of a split launch has a constant tag: nothing to select
-    reads = cfg.wall_reads if part != "bulk" else "refetch"
+    reads = cfg.wall_reads
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
                                           wall_momentum if cfg.moving_walls else None, cfg.store,
                                           reads)
@@ -274,9 +275,10 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
                                                          cfg.store, reads)[1])
     body, rho, u = _collision(cfg)
     pad = " " * 4
-    # Every node runs the wall-aware path: clean tiles take a constant 'fluid, no wall link'
-    # tag and move no tag bytes. (Measured on an H200: this path ran a periodic box faster than
-    # a variant without any tag logic, 25.6 against 24.8 GLUPS; see benchmarks/NOTES.md.)
+    # Every node runs the wall-aware path: clean tiles compute their tag (fluid, and the links
+    # across wall faces of the box) and move no tag bytes. (Measured on an H200: this path ran
+    # a periodic box faster than a variant without any tag logic, 25.6 against 24.8 GLUPS; a
+    # closed box flags no tile for its faces: benchmarks/NOTES.md, runs 5 and 38.)
     lines = ["const unsigned char tile = "
              "tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * (y + ny_ * z)];"]
     if part == "bulk":  # a warp is a tile: the flagged ones are the wall kernel's
@@ -286,8 +288,9 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     moved = cfg.propagation != "direct"  # a variant of .propagation: no early returns
     if moved and cfg.scheme == "pull":
         loads = variants.pull_loads(cfg.lattice, cfg.propagation, cfg.block, loads)
-    tag = [{"": "const tag_t tag = tile ? tags[n] : (tag_t)KIND_FLUID;",
-            "bulk": "const tag_t tag = (tag_t)KIND_FLUID;  // no wall code survives",
+    computed = "face_tag(x, y, z, nx, ny, nz, box_walls)"
+    tag = [{"": f"const tag_t tag = tile ? tags[n] : {computed};",
+            "bulk": f"const tag_t tag = {computed};",
             "walls": "const tag_t tag = tags[n];"}[part]]
     if reads == "select":  # the tag first: the loads take their addresses from it
         lines += tag + ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"
@@ -480,7 +483,7 @@ def _open_function(cfg: KernelConfig) -> str:
 def generate(cfg: KernelConfig) -> str:
     """The complete CUDA source for one configuration (deterministic text)."""
     parities = ("even", "odd") if cfg.scheme == "aa" else ("",)
-    parts = [_header(cfg), cuda.WALL_ID]
+    parts = [_header(cfg), cuda.WALL_ID, face_tag_function(cfg.lattice)]
     if cfg.boundaries or cfg.interpolated:
         parts.append(_open_function(cfg))
     pieces = ("bulk", "walls") if cfg.wall_launch == "split" else ("",)

@@ -74,7 +74,7 @@ def test_closed_box_faces_are_computed_and_flag_no_tile():
     assert [FACES[k] for k in range(6) if walls >> k & 1] == ["-y", "+y", "-z", "+z"]
     flags = tile_flags(tags, walls)
     solid_or_linked = (tags.kind != 1) | (
-        (tags.tags != face_tags(lattice, tags.tags.shape, walls)))
+        tags.tags != face_tags(lattice, tags.tags.shape, walls))
     assert flags.any() and flags.sum() < tile_flags(tags).sum()
     for z, y, t in np.ndindex(*flags.shape):
         assert flags[z, y, t] == solid_or_linked[z, y, t * TILE:(t + 1) * TILE].any()
@@ -226,3 +226,23 @@ def test_nvcc_prefetch_serves_only_the_byte_identical_source(tmp_path, monkeypat
         assert sorted(ran) == [("src 1", ()), ("src 1", ("-x",)), ("src 2", ())]
     finally:
         nvcc.shutdown()
+
+
+def box_wall_sources() -> list[str]:
+    """Every wall face baked in: D3Q27 (64-bit tags) AA in fp64, D3Q19 16-bit pull."""
+    return [Lbm(nu=0.1, streaming="aa").kernel_source(LATTICES["D3Q27"], np.float64,
+                                                      box_walls=63),
+            Lbm(nu=0.1, store="fp16s").kernel_source(LATTICES["D3Q19"], np.float32,
+                                                     box_walls=63)]
+
+
+@pytest.mark.nvcc(sources=lambda: box_wall_sources())
+def test_kernels_with_computed_face_tags_compile_with_nvcc(tmp_path):
+    import shutil
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    for k, source in enumerate(box_wall_sources()):
+        assert "nz - 1 ?" in source
+        result = compile_cubin(source, tmp_path, f"faces{k}")
+        assert result.returncode == 0, result.stderr[-3000:]

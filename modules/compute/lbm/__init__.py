@@ -147,10 +147,12 @@ class Lbm(RelaxationTime):
         return Relaxation(lattice, self.collision, self.les)
 
     def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,
-                      boundaries: tuple = (), interpolated: bool = False) -> str:
+                      boundaries: tuple = (), interpolated: bool = False,
+                      box_walls: int = 0) -> str:
         """The generated CUDA source of this configuration (what ``thelma kernels`` prints);
         ``boundaries`` lists the (node kind, face) pairs of open boundaries to handle,
-        ``interpolated`` adds interpolated bounce-back for curved bodies."""
+        ``interpolated`` adds interpolated bounce-back for curved bodies, ``box_walls`` the
+        faces of the stored box that are walls (:func:`.tag_tables.box_walls`; dense)."""
         from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
         from thelma_py.modules.compute.lbm.sparse_kernels import generate_sparse
 
@@ -174,6 +176,7 @@ class Lbm(RelaxationTime):
             interpolated=interpolated, propagation=options["propagation"],
             wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"]),
             wall_reads=self.wall_reads(moving_walls),
+            box_walls=box_walls if self.storage == "dense" else 0,
             store=self.store))
 
     def check(self, lattice: Lattice) -> None:

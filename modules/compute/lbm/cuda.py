@@ -63,14 +63,15 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.params, self.lattice, self.tags, self.backend, self.dtype = (
             params, lattice, tags, backend, np.dtype(dtype))
         self.scheme = params.streaming
+        # clean tiles compute their tag: fluid, with the links across the wall faces of the box
+        self.box_walls = box_walls(tags)
         self.source = params.kernel_source(
             lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
-            boundaries=tags.open_kinds, interpolated=bool(len(tags.curved_nodes)))
+            boundaries=tags.open_kinds, interpolated=bool(len(tags.curved_nodes)),
+            box_walls=self.box_walls)
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
-        # clean tiles compute their tag: fluid, with the links across the wall faces of the box
-        self.box_walls = np.int32(box_walls(tags))
-        flags = tile_flags(tags, int(self.box_walls))
+        flags = tile_flags(tags, self.box_walls)
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
         options = params.tuning()

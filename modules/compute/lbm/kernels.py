@@ -26,7 +26,7 @@ from thelma_py.codegen import cuda
 from thelma_py.codegen.cuda import c3 as _c3
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
-from thelma_py.codegen.tag_tables import face_tag_function
+from thelma_py.codegen.tag_tables import FACES, face_tag
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm import propagation as variants
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
@@ -75,6 +75,10 @@ class KernelConfig(cuda.KernelConfig):
     moving_tiles: bool = attrs.field(default=False)
     """Ladd's moving-wall term only in tiles flagged :data:`MOVING_TILE` (one warp-uniform
     branch); other wall links bounce back plainly, with no wall-row lookups."""
+
+    box_walls: int = attrs.field(default=0, validator=attrs.validators.in_(range(1 << len(FACES))))
+    """Faces of the stored box that are walls (bits of
+    :data:`thelma_py.codegen.tag_tables.FACES`): clean tiles compute their links across them."""
 
     wall_reads: str = attrs.field(default="refetch",
                                   validator=attrs.validators.in_(cuda.WALL_READS))
@@ -165,8 +169,7 @@ def step_args(scheme: str, store: str = "fp32") -> KernelArgs:
     return KernelArgs("lbm step", [
         buffers,
         [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
-        [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int"),
-         Arg("box_walls", "int")],
+        [Arg("bc", "const real_t*"), Arg("edge_bc", "const int*"), Arg("periodic", "int")],
         [Arg("omega", "real_t"), Arg("omega_minus", "real_t"), Arg("nx", "int"),
          Arg("ny", "int"), Arg("nz", "int")],
         [Arg("rho_out", "real_t*", "rho"), Arg("u_out", "real_t*", "u")],
@@ -265,7 +268,8 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     'walls' (the listed flagged tiles) for ``wall_launch='split'``."""
     suffix = "" if cfg.scheme != "aa" else f"_{parity}"
     name = f"lbm_step{suffix}{'_macro' if store else ''}{'_' + part if part else ''}"
-    reads = cfg.wall_reads
+    # a split launch's bulk kernel without wall faces has a constant tag: nothing to select
+    reads = "refetch" if part == "bulk" and not cfg.box_walls else cfg.wall_reads
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
                                           wall_momentum if cfg.moving_walls else None, cfg.store,
                                           reads)
@@ -288,9 +292,10 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     moved = cfg.propagation != "direct"  # a variant of .propagation: no early returns
     if moved and cfg.scheme == "pull":
         loads = variants.pull_loads(cfg.lattice, cfg.propagation, cfg.block, loads)
-    computed = "face_tag(x, y, z, nx, ny, nz, box_walls)"
-    tag = [{"": f"const tag_t tag = tile ? tags[n] : {computed};",
-            "bulk": f"const tag_t tag = {computed};",
+    computed = face_tag(cfg.lattice, cfg.box_walls)
+    bulk = ("const tag_t tag = (tag_t)KIND_FLUID;  // no wall code survives"
+            if not cfg.box_walls else f"const tag_t tag = {computed};")
+    tag = [{"": f"const tag_t tag = tile ? tags[n] : {computed};", "bulk": bulk,
             "walls": "const tag_t tag = tags[n];"}[part]]
     if reads == "select":  # the tag first: the loads take their addresses from it
         lines += tag + ["if ((tag & TAG_KIND_MASK) == KIND_WALL) return;"
@@ -483,7 +488,7 @@ def _open_function(cfg: KernelConfig) -> str:
 def generate(cfg: KernelConfig) -> str:
     """The complete CUDA source for one configuration (deterministic text)."""
     parities = ("even", "odd") if cfg.scheme == "aa" else ("",)
-    parts = [_header(cfg), cuda.WALL_ID, face_tag_function(cfg.lattice)]
+    parts = [_header(cfg), cuda.WALL_ID]
     if cfg.boundaries or cfg.interpolated:
         parts.append(_open_function(cfg))
     pieces = ("bulk", "walls") if cfg.wall_launch == "split" else ("",)

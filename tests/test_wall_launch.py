@@ -171,9 +171,12 @@ def test_closed_box_options_with_16_bit_storage_are_bit_identical(host_gpu, sche
 def test_moving_tiles_default_where_they_run():
     assert Lbm(nu=0.04).tuning()["moving_tiles"] is True
     assert Lbm(nu=0.04).wall_reads(moving_walls=False) == "refetch"
+    assert Lbm(nu=0.04).wall_reads(moving_walls=True, box_walls=63) == "select"
+    assert Lbm(nu=0.04, streaming="push").wall_reads(False, 63) == "refetch"
     assert Lbm(nu=0.04, store="fp16s").wall_reads(moving_walls=True) == "select"
-    assert Lbm(nu=0.04, store="fp16s", streaming="aa").wall_reads(moving_walls=False) == "select"
-    assert Lbm(nu=0.04, store="fp16s", streaming="aa").wall_reads(moving_walls=True) == "refetch"
+    for store in ("fp32", "fp16s"):
+        aa = Lbm(nu=0.04, store=store, streaming="aa")
+        assert (aa.wall_reads(moving_walls=False), aa.wall_reads(True)) == ("select", "refetch")
     assert Lbm(nu=0.04, store="fp16s", storage="sparse").wall_reads(False) == "refetch"
     assert Lbm(nu=0.04, storage="sparse").tuning()["moving_tiles"] is False
     assert Lbm(nu=0.04, cuda_options={"propagation": "shared"}).tuning()["moving_tiles"] is False

@@ -3,7 +3,7 @@
 Kernels read a node's tag only inside 32-node tiles (:data:`.cuda.TILE`, one warp along x)
 flagged by one byte per tile; elsewhere the tag is computed: "fluid", and with ``box_walls`` (the
 LBM dense kernels) the links that cross those faces of the stored box that are walls
-(:func:`face_tag`, :func:`face_tags`). A tile is flagged where a stored tag differs
+(:func:`face_tag_function`, :func:`face_tags`). A tile is flagged where a stored tag differs
 from that. The edge table gives ``wall_id`` (:data:`.cuda.WALL_ID`) the boundary row of a wall
 beyond the faces of the stored box.
 """
@@ -68,18 +68,24 @@ def face_masks(lattice: Lattice) -> list[int]:
     return masks
 
 
-def face_tag(lattice: Lattice, walls: int) -> str:
-    """C expression of the tag of a node in a clean tile: fluid, with the links across the
-    faces of the stored box named by ``walls`` (bits of :data:`FACES`; baked into the text)."""
+def face_tag_function(lattice: Lattice, walls: int) -> str:
+    """The ``face_tag(x, y, z, nx, ny, nz)`` device function: the tag of a node in a clean
+    tile, fluid with the links across the faces of the stored box named by ``walls`` (bits of
+    :data:`FACES`, baked into the text; measured faster than one expression, NOTES run 38)."""
     suffix = "ull" if TagLayout(lattice).dtype.itemsize == 8 else "u"
-    terms = [f"({axis} == {'0' if k % 2 == 0 else f'n{axis} - 1'} ? {mask}{suffix} : 0{suffix})"
+    tests = [f"    if ({axis} == {'0' if k % 2 == 0 else f'n{axis} - 1'})"
+             f" tag |= (tag_t){mask}{suffix};"
              for k, (axis, mask) in enumerate(zip("xxyyzz", face_masks(lattice), strict=True))
              if mask and walls >> k & 1]
-    return " | ".join(["(tag_t)KIND_FLUID", *terms]) if terms else "(tag_t)KIND_FLUID"
+    return "\n".join([
+        "// tag of a node in a clean tile: fluid, with its links across the wall faces",
+        "__device__ __forceinline__ tag_t face_tag(int x, int y, int z, int nx, int ny, int nz)",
+        "{", "    tag_t tag = (tag_t)KIND_FLUID;", *tests, "    return tag;", "}"])
 
 
 def face_tags(lattice: Lattice, shape: tuple, box_walls: int) -> np.ndarray:
-    """What :func:`face_tag` gives at every node of a stored box of ``shape`` ((Nz,) Ny, Nx)."""
+    """What ``face_tag`` (:func:`face_tag_function`) gives at every node of a stored box of
+    ``shape`` ((Nz,) Ny, Nx)."""
     layout = TagLayout(lattice)
     words = np.full(shape, layout.encode(1), dtype=layout.dtype)
     for k, mask in enumerate(face_masks(lattice)):

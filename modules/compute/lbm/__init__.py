@@ -100,16 +100,20 @@ class Lbm(RelaxationTime):
                                        and options["propagation"] == "direct")
         return options
 
-    def wall_reads(self, moving_walls: bool) -> str:
-        """``cuda_options['wall_reads']``, or the measured default (benchmarks/NOTES.md, run
-        37): 'select' for 16-bit storage (2-byte loads need occupancy more than early loads),
-        except AA with moving walls, whose wall-row code then holds the registers anyway."""
+    def wall_reads(self, moving_walls: bool, box_walls: int = 0) -> str:
+        """``cuda_options['wall_reads']``, or the measured default (benchmarks/NOTES.md, runs
+        37–38, H100): 'select' for pull and AA, but 'refetch' for fp32 pull without wall faces
+        (equal there) and for AA with moving walls (whose wall-row code holds the registers
+        anyway); push reads no population across a wall link."""
         options = self.tuning()
         if options["wall_reads"] is not None:
             return options["wall_reads"]
-        direct = self.storage == "dense" and options["propagation"] == "direct"
-        aa_moving = self.streaming == "aa" and moving_walls
-        return "select" if direct and self.store != "fp32" and not aa_moving else "refetch"
+        if (self.storage != "dense" or options["propagation"] != "direct"
+                or self.streaming == "push"):
+            return "refetch"
+        if self.streaming == "aa":
+            return "refetch" if moving_walls else "select"
+        return "select" if self.store != "fp32" or box_walls else "refetch"
 
     @property
     def omega_minus(self) -> float:
@@ -175,7 +179,7 @@ class Lbm(RelaxationTime):
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
             interpolated=interpolated, propagation=options["propagation"],
             wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"]),
-            wall_reads=self.wall_reads(moving_walls),
+            wall_reads=self.wall_reads(moving_walls, box_walls),
             box_walls=box_walls if self.storage == "dense" else 0,
             store=self.store))
 

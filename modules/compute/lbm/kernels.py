@@ -26,7 +26,7 @@ from thelma_py.codegen import cuda
 from thelma_py.codegen.cuda import c3 as _c3
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
-from thelma_py.codegen.tag_tables import FACES, face_tag
+from thelma_py.codegen.tag_tables import FACES, face_tag_function
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm import propagation as variants
 from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
@@ -292,7 +292,7 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     moved = cfg.propagation != "direct"  # a variant of .propagation: no early returns
     if moved and cfg.scheme == "pull":
         loads = variants.pull_loads(cfg.lattice, cfg.propagation, cfg.block, loads)
-    computed = face_tag(cfg.lattice, cfg.box_walls)
+    computed = "face_tag(x, y, z, nx, ny, nz)" if cfg.box_walls else "(tag_t)KIND_FLUID"
     bulk = ("const tag_t tag = (tag_t)KIND_FLUID;  // no wall code survives"
             if not cfg.box_walls else f"const tag_t tag = {computed};")
     tag = [{"": f"const tag_t tag = tile ? tags[n] : {computed};", "bulk": bulk,
@@ -489,6 +489,8 @@ def generate(cfg: KernelConfig) -> str:
     """The complete CUDA source for one configuration (deterministic text)."""
     parities = ("even", "odd") if cfg.scheme == "aa" else ("",)
     parts = [_header(cfg), cuda.WALL_ID]
+    if cfg.box_walls:
+        parts.append(face_tag_function(cfg.lattice, cfg.box_walls))
     if cfg.boundaries or cfg.interpolated:
         parts.append(_open_function(cfg))
     pieces = ("bulk", "walls") if cfg.wall_launch == "split" else ("",)

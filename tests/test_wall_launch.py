@@ -177,6 +177,7 @@ def test_moving_tiles_default_where_they_run():
     for store in ("fp32", "fp16s"):
         aa = Lbm(nu=0.04, store=store, streaming="aa")
         assert (aa.wall_reads(moving_walls=False), aa.wall_reads(True)) == ("select", "refetch")
+    assert Lbm(nu=0.04, streaming="aa").wall_reads(False, double=True) == "refetch"
     assert Lbm(nu=0.04, store="fp16s", storage="sparse").wall_reads(False) == "refetch"
     assert Lbm(nu=0.04, storage="sparse").tuning()["moving_tiles"] is False
     assert Lbm(nu=0.04, cuda_options={"propagation": "shared"}).tuning()["moving_tiles"] is False

@@ -100,11 +100,11 @@ class Lbm(RelaxationTime):
                                        and options["propagation"] == "direct")
         return options
 
-    def wall_reads(self, moving_walls: bool, box_walls: int = 0) -> str:
+    def wall_reads(self, moving_walls: bool, box_walls: int = 0, double: bool = False) -> str:
         """``cuda_options['wall_reads']``, or the measured default (benchmarks/NOTES.md, runs
-        37–38, H100): 'select' for pull and AA, but 'refetch' for fp32 pull without wall faces
-        (equal there) and for AA with moving walls (whose wall-row code holds the registers
-        anyway); push reads no population across a wall link."""
+        37–38, H100): 'select' for pull and fp32 AA, but 'refetch' for fp32 pull without wall
+        faces (equal there), for AA with moving walls (whose wall-row code holds the registers
+        anyway) and fp64 AA (0.4 % faster); push reads no population across a wall link."""
         options = self.tuning()
         if options["wall_reads"] is not None:
             return options["wall_reads"]
@@ -112,7 +112,7 @@ class Lbm(RelaxationTime):
                 or self.streaming == "push"):
             return "refetch"
         if self.streaming == "aa":
-            return "refetch" if moving_walls else "select"
+            return "refetch" if moving_walls or double else "select"
         return "select" if self.store != "fp32" or box_walls else "refetch"
 
     @property
@@ -179,7 +179,8 @@ class Lbm(RelaxationTime):
             streaming_stores=bool(options["streaming_stores"]), boundaries=boundaries,
             interpolated=interpolated, propagation=options["propagation"],
             wall_launch=options["wall_launch"], moving_tiles=bool(options["moving_tiles"]),
-            wall_reads=self.wall_reads(moving_walls, box_walls),
+            wall_reads=self.wall_reads(moving_walls, box_walls,
+                                       double=np.dtype(dtype) == np.float64),
             box_walls=box_walls if self.storage == "dense" else 0,
             store=self.store))
 

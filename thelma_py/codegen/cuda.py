@@ -213,6 +213,13 @@ def population_reads(lattice: Lattice, scheme: str, parity: str,
                 fixups.append(f"if ({wall}) {{ f{i} = {reread}; }}")
             continue
         setup, term = wall_term(lattice, i, momentum)
-        value = reread if wall_reads == "refetch" else f"f{i}"
-        fixups.append(f"if ({wall}) {{ {setup} f{i} = {value} + {term}; }}")
+        if wall_reads == "refetch":
+            fixups.append(f"if ({wall}) {{ {setup} f{i} = {reread} + {term}; }}")
+        else:  # one link at a time (a rolled loop): the wall-row code holds few registers
+            fixups.append(f"case {i}: {{ {setup} f{i} = f{i} + {term}; break; }}")
+    if momentum is not None and wall_reads == "select" and fixups:
+        fixups = ["#pragma unroll 1",
+                  f"for (int k = 1; k < {lattice.q}; ++k) {{",
+                  "    if (!((tag >> (TAG_LINK_SHIFT + k - 1)) & 1)) continue;",
+                  "    switch (k) {", *("    " + case for case in fixups), "    }", "}"]
     return loads, fixups

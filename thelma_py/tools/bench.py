@@ -36,7 +36,8 @@ class BenchConfig:
     streaming: str = "pull"
     size: int = 256
     case: str = "periodic"
-    block: int = 128
+    block: int | None = None
+    """Threads along x of an LBM block (None: the plug-in's default)."""
     min_blocks: int = 0
     streaming_stores: bool = False
     storage: str = "dense"
@@ -79,7 +80,8 @@ class BenchConfig:
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
-                f"{self.case} {self.size}^{3 if self.lattice != 'D2Q9' else 2} b{self.block}"
+                f"{self.case} {self.size}^{3 if self.lattice != 'D2Q9' else 2}"
+                f"{f' b{self.block}' if self.block else ''}"
                 f"{tuning}")
 
 
@@ -114,7 +116,7 @@ def compute_params(cfg: BenchConfig):
     if cfg.compute == "lbm":
         extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
                  "store": cfg.store,
-                 "cuda_options": {"block": cfg.block, "min_blocks": cfg.min_blocks,
+                 "cuda_options": {"min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores,
                                   "propagation": cfg.propagation,
                                   "wall_launch": cfg.wall_launch}}
@@ -122,6 +124,8 @@ def compute_params(cfg: BenchConfig):
             extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
         if cfg.wall_reads is not None:
             extra["cuda_options"]["wall_reads"] = cfg.wall_reads
+        if cfg.block is not None:
+            extra["cuda_options"]["block"] = cfg.block
     if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
         extra.update(store=cfg.store, rounding=cfg.rounding, staging=cfg.staging)
     if cfg.les != "none":
@@ -190,7 +194,8 @@ def run_config(cp, backend, cfg: BenchConfig, copy_bw: float, uniform: bool = Fa
     timing = time_engine(cp, engine, nodes)
     bytes_per_node = engine.traffic_bytes_per_node
     achieved = timing["mlups"] * 1e6 * bytes_per_node
-    record = {**attrs.asdict(cfg), "nodes": nodes, **timing,
+    record = {**attrs.asdict(cfg), "block": getattr(engine, "block", cfg.block),
+              "nodes": nodes, **timing,
               "bytes_per_node": bytes_per_node,
               "memory_bytes_per_node": engine.memory_bytes_per_node,
               "bandwidth_GBs": achieved / 1e9, "fraction_of_copy": achieved / copy_bw}
@@ -352,8 +357,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="edge lengths of the cubic domains to sweep")
     parser.add_argument("--cases", type=_words, default=["periodic", "cavity"],
                         help=f"domains to sweep: {','.join(CASES)}")
-    parser.add_argument("--block-sizes", type=_ints, default=[128],
-                        help="thread-block sizes along x to sweep, e.g. 32,64,128,256")
+    parser.add_argument("--block-sizes", type=_ints, default=[None],
+                        help="LBM thread-block sizes along x to sweep, e.g. 32,64,128,256 "
+                             "(default: the plug-in's, 256 for dense fp32 pull, else 128)")
     parser.add_argument("--min-blocks", type=_ints, default=[0],
                         help="minimum blocks per SM for __launch_bounds__ (0: compiler)")
     parser.add_argument("--streaming-stores", type=_ints, default=[0],

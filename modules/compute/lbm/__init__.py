@@ -51,7 +51,8 @@ def _check_cuda_options(instance, attribute, value):
     if unknown:
         raise ValueError(f"unknown cuda_options {sorted(unknown)}; valid: {CUDA_OPTIONS}")
     block = value.get("block", 128)
-    if not (isinstance(block, int) and 32 <= block <= 1024 and block % 32 == 0):
+    if block is not None and not (isinstance(block, int) and 32 <= block <= 1024
+                                  and block % 32 == 0):
         raise ValueError(f"cuda_options block must be a multiple of 32 in 32..1024, got {block!r}")
 
 
@@ -91,10 +92,15 @@ class Lbm(RelaxationTime):
     the tag, or read once from an address the tag selects; :meth:`wall_reads` gives the
     default). Results do not depend on them."""
 
-    def tuning(self) -> dict:
-        """``cuda_options`` with the defaults filled in (``moving_tiles`` on by default where
-        it runs: dense storage with direct propagation)."""
+    def tuning(self, dtype=None) -> dict:
+        """``cuda_options`` with the defaults filled in: ``block`` 256 for dense fp32 pull
+        (``dtype`` float32, fp32 storage), else 128; ``moving_tiles`` on where it runs (dense
+        storage with direct propagation)."""
         options = {**CUDA_OPTIONS, **self.cuda_options}
+        if options["block"] is None:
+            wide = (self.storage == "dense" and self.streaming == "pull" and self.store == "fp32"
+                    and dtype is not None and np.dtype(dtype) == np.float32)
+            options["block"] = 256 if wide else 128
         if options["moving_tiles"] is None:
             options["moving_tiles"] = (self.storage == "dense"
                                        and options["propagation"] == "direct")
@@ -161,7 +167,7 @@ class Lbm(RelaxationTime):
         from thelma_py.modules.compute.lbm.sparse_kernels import generate_sparse
 
         self.check(lattice)
-        options = self.tuning()
+        options = self.tuning(dtype)
         # the same configuration (collision, precision, boundaries) drives either layout
         emit = generate_sparse if self.storage == "sparse" else generate
         if self.storage == "sparse" and (

@@ -74,7 +74,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         flags = tile_flags(tags, self.box_walls)
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
-        options = params.tuning()
+        options = params.tuning(self.dtype)
         self.block = options["block"]
         self.split = options["wall_launch"] == "split"  # bulk and wall tiles launched apart
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, cupy)

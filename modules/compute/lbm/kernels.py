@@ -35,10 +35,11 @@ from thelma_py.store16 import FORMATS, STORES, cuda_functions
 from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
-CUDA_OPTIONS = {"block": 128, "min_blocks": 0, "streaming_stores": False,
+CUDA_OPTIONS = {"block": None, "min_blocks": 0, "streaming_stores": False,
                 "propagation": "direct", "wall_launch": "fused", "moving_tiles": None,
                 "wall_reads": None}
-"""Defaults of ``Lbm.cuda_options``; ``moving_tiles`` None: on where it runs (dense storage,
+"""Defaults of ``Lbm.cuda_options``; ``block`` None: 256 for dense fp32 pull, else 128
+(measured, NOTES runs 9 and 39); ``moving_tiles`` None: on where it runs (dense storage,
 direct propagation), as measured faster there (benchmarks/NOTES.md, run 23); ``wall_reads``
 None: 'select' for 16-bit storage, 'refetch' for fp32 (run 37)."""
 MOVING_TILE = 2

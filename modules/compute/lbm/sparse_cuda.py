@@ -14,7 +14,6 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import face_label
-from thelma_py.modules.compute.lbm.kernels import CUDA_OPTIONS
 from thelma_py.modules.compute.lbm.sparse import SparseState, fluid_moments
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS, step_args
 from thelma_py.nodes import NodeTags
@@ -81,7 +80,7 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
             boundaries=boundaries, interpolated=bool(len(tags.curved_nodes)))
         self._compiled = module = compile_module(self.source)
         self.kernels = {key: module.get_function(name) for key, name in self.kernel_names.items()}
-        self.block = {**CUDA_OPTIONS, **params.cuda_options}["block"]
+        self.block = params.tuning()["block"]
         xp = cupy
         self.nbr = xp.asarray(dom.nbr)
         self.node_index = xp.asarray(dom.nodes.astype(np.int32))

@@ -122,17 +122,19 @@ def test_les_kernel_text_bakes_the_constant_and_leaves_the_plain_kernel(lat):
     assert "reload(" not in generate(plain) and "LES_MIN_BLOCKS" not in generate(plain)
 
 
-def les_config(lat, real):
+def les_config(lat, real, shifted=False):
     return LwacmKernelConfig(LATTICES[lat], real, "fused", moving_walls=True,
-                             les=tp.subgrid.Smagorinsky())
+                             les=tp.subgrid.Smagorinsky(), shifted=shifted)
 
 
-@pytest.mark.nvcc(sources=lambda lat, real: generate(les_config(lat, real)))
-@pytest.mark.parametrize(("lat", "real"), [("D3Q19", "float"), ("D2Q9", "double")])
-def test_les_kernel_compiles_with_nvcc(tmp_path, lat, real):
+@pytest.mark.nvcc(sources=lambda lat, real, shifted: generate(les_config(lat, real, shifted)))
+@pytest.mark.parametrize(("lat", "real", "shifted"), [("D3Q19", "float", False),
+                                                      ("D2Q9", "double", False),
+                                                      ("D3Q19", "float", True)])
+def test_les_kernel_compiles_with_nvcc(tmp_path, lat, real, shifted):
     from tests.nvcc import compile_cubin
 
-    cfg = les_config(lat, real)
+    cfg = les_config(lat, real, shifted)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]

@@ -35,22 +35,24 @@ def smagorinsky_channel(n: int, nu0: float, c_s: float, g: float) -> np.ndarray:
     return np.concatenate([half, half[::-1]])
 
 
-def channel(les, n=16, nu0=0.01, g=1.6e-5):
-    compute = tp.plugin("compute", "lwacm-fused", nu=nu0, force=(g, 0.0), les=les)
+def channel(les, n=16, nu0=0.01, g=1.6e-5, density="absolute"):
+    compute = tp.plugin("compute", "lwacm-fused", nu=nu0, force=(g, 0.0), les=les,
+                        density=density)
     return tp.compose("D2Q9", tp.geometry.channel((4, n), flow_axis=0, wall_axis=1), compute,
                       device="cpu")
 
 
-def test_les_channel_follows_the_smagorinsky_momentum_balance():
+@pytest.mark.parametrize("density", ["absolute", "shifted"])
+def test_les_channel_follows_the_smagorinsky_momentum_balance(density):
     """Steady body-force channel, n = 16, ν0 = 0.01, C_s = 0.5, g = 1.6e-5: the eddy viscosity
     C_s² |S| reaches 30 % of ν0 at the walls, so the LES centre-line velocity is 15 % below the
     laminar one (0.0512). After 12 000 steps (4 s) the profile must match the balance solved
     above within 2 % of its maximum (the one-sided |S| next to a wall, through the ghost
     u_g = −u, is first order there). Measured: 0.3 %. Planted bugs seen failing: no LES 15 %;
     κ(x) on every link instead of the link-midpoint κ_i (viscous term ν(x)∇²u, not in
-    divergence form) 7.2 %."""
+    divergence form) 7.2 %. Records of ρ − 1 (density='shifted') give the same 0.3 %."""
     n, nu0, c_s, g = 16, 0.01, 0.5, 1.6e-5
-    solver = channel({"name": "smagorinsky", "c_s": c_s}, n, nu0, g)
+    solver = channel({"name": "smagorinsky", "c_s": c_s}, n, nu0, g, density)
     solver.step(12_000)
     profile = solver.velocity()[0].mean(axis=1)
     exact = smagorinsky_channel(n, nu0, c_s, g)
@@ -73,25 +75,31 @@ def test_les_changes_nothing_without_strain():
     np.testing.assert_allclose(results[0], results[1], rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize(("case", "dims", "precision", "name"), [
-    ("lid", (1, 1, 3), "float64", "D3Q19"), ("2d", (1, 3), "float32", "D2Q9"),
-    ("zperiodic", (1, 2, 1), "float64", "D3Q19"), ("lid", (1, 2, 1), "float32", "D3Q27")])
-def test_host_cuda_les_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims, precision, name):
+@pytest.mark.parametrize(("case", "dims", "precision", "name", "density"), [
+    ("lid", (1, 1, 3), "float64", "D3Q19", "absolute"),
+    ("2d", (1, 3), "float32", "D2Q9", "absolute"),
+    ("zperiodic", (1, 2, 1), "float64", "D3Q19", "absolute"),
+    ("lid", (1, 2, 1), "float32", "D3Q27", "absolute"),
+    ("lid", (1, 1, 3), "float32", "D3Q19", "shifted"),
+    ("2d", (1, 3), "float64", "D2Q9", "shifted")])
+def test_host_cuda_les_equals_numpy_and_ranks_bit_for_bit(host_gpu, case, dims, precision, name,
+                                                         density):
     """The generated LES kernel (host stand-in, walls and a moving lid; its two passes over the
     neighbours) against the NumPy reference (1e-13 fp64, 1e-5 fp32), and a cut domain against
-    one domain bit for bit."""
+    one domain bit for bit; with records of ρ or of ρ − 1."""
     lattice = LATTICES[name]
     geo = geometry(case)
-    params = LwacmFused(nu=0.003, les={"name": "smagorinsky", "c_s": 0.3})
+    params = LwacmFused(nu=0.003, les={"name": "smagorinsky", "c_s": 0.3}, density=density)
     dtype = np.dtype(precision)
     boxes, ranks, plans, whole = decomposed(params, lattice, geo, dims, dtype, host_gpu)
     assert "kappa_t" in whole.source and "sqrt(" in whole.source
+    assert ("rho_own" in whole.source) == (density == "shifted")
     rho, u = step_together(ranks, plans, whole, STEPS)
     reference = params.create(lattice, geo.evaluate(lattice), select_backend("cpu"), dtype)
     initialize(reference, geo, (0,) * geo.dim, geo.shape)
     reference.step(STEPS)
-    plain = LwacmFused(nu=0.003).create(lattice, geo.evaluate(lattice), select_backend("cpu"),
-                                        dtype)
+    plain = LwacmFused(nu=0.003, density=density).create(lattice, geo.evaluate(lattice),
+                                                         select_backend("cpu"), dtype)
     initialize(plain, geo, (0,) * geo.dim, geo.shape)
     plain.step(STEPS)
     tolerance = 1e-13 if precision == "float64" else 1e-5
@@ -114,17 +122,19 @@ def test_les_kernel_text_bakes_the_constant_and_leaves_the_plain_kernel(lat):
     assert "reload(" not in generate(plain) and "LES_MIN_BLOCKS" not in generate(plain)
 
 
-def les_config(lat, real):
+def les_config(lat, real, shifted=False):
     return LwacmKernelConfig(LATTICES[lat], real, "fused", moving_walls=True,
-                             les=tp.subgrid.Smagorinsky())
+                             les=tp.subgrid.Smagorinsky(), shifted=shifted)
 
 
-@pytest.mark.nvcc(sources=lambda lat, real: generate(les_config(lat, real)))
-@pytest.mark.parametrize(("lat", "real"), [("D3Q19", "float"), ("D2Q9", "double")])
-def test_les_kernel_compiles_with_nvcc(tmp_path, lat, real):
+@pytest.mark.nvcc(sources=lambda lat, real, shifted: generate(les_config(lat, real, shifted)))
+@pytest.mark.parametrize(("lat", "real", "shifted"), [("D3Q19", "float", False),
+                                                      ("D2Q9", "double", False),
+                                                      ("D3Q19", "float", True)])
+def test_les_kernel_compiles_with_nvcc(tmp_path, lat, real, shifted):
     from tests.nvcc import compile_cubin
 
-    cfg = les_config(lat, real)
+    cfg = les_config(lat, real, shifted)
     result = compile_cubin(generate(cfg), tmp_path, cfg.name)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
@@ -135,6 +145,12 @@ def test_bad_les_input_gives_one_line_errors():
         LwacmFused(nu=0.01, les={"name": "smagorinsky", "c_s": -0.1})
     with pytest.raises(ValueError, match="unknown les model"):
         LwacmFused(nu=0.01, les="wale")
+    with pytest.raises(ValueError, match="density"):
+        LwacmFused(nu=0.01, density="relative")
+    box = tp.geometry.periodic_box((8, 8)).evaluate(LATTICES["D2Q9"])
+    with pytest.raises(ValueError, match="density='shifted' is for fp32 records"):
+        LwacmFused(nu=0.01, density="shifted", store="fp16s").create(
+            LATTICES["D2Q9"], box, select_backend("cpu"), np.dtype(np.float32))
 
 
 def test_checkpoint_records_les_and_refuses_another(tmp_path):
@@ -154,9 +170,10 @@ def test_checkpoint_records_les_and_refuses_another(tmp_path):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("density", ["absolute", "shifted"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19", "D3Q27"])
-def test_gpu_les_matches_numpy(lattice_name, dtype):
+def test_gpu_les_matches_numpy(lattice_name, dtype, density):
     """GPU ≡ NumPy for the single step with LES: random non-trivial state, walls and a moving
     wall (tests.lbm_setups.walled_geometry), 120 steps (graph batches and a remainder); the
     tolerances of tests/test_gpu_lwacm.py (1e-5 fp32, 1e-12 fp64, relative L2)."""
@@ -166,7 +183,7 @@ def test_gpu_les_matches_numpy(lattice_name, dtype):
 
     lattice = LATTICES[lattice_name]
     tags = walled_geometry(lattice).evaluate(lattice)
-    params = LwacmFused(nu=0.04, les={"name": "smagorinsky", "c_s": 0.17})
+    params = LwacmFused(nu=0.04, les={"name": "smagorinsky", "c_s": 0.17}, density=density)
     cpu = params.create(lattice, tags, select_backend("cpu"), np.dtype(dtype))
     gpu = params.create(lattice, tags, select_backend("cuda"), np.dtype(dtype))
     rho, u = random_fields(lattice, tags.tags.shape, dtype)
@@ -181,3 +198,34 @@ def test_gpu_les_matches_numpy(lattice_name, dtype):
     assert np.isfinite(u_g[:, fluid]).all()
     assert relative_l2(rho_g[fluid], rho_c[fluid]) < TOLERANCE[dtype]
     assert relative_l2(u_g[:, fluid], u_c[:, fluid]) < TOLERANCE[dtype]
+
+
+def small_vortex(precision: str, density: str, les, n: int = 24, u0: float = 0.002,
+                 steps: int = 6000) -> float:
+    """E_k / E_k(0) of the 2D Taylor-Green vortex (its pressure p = ρ u0² (cos 2kx + cos 2ky)
+    / 4) after ``steps``, with u0 / c_a = ½ (ν = 2 u0²: 8e-6), as the Re 1600 runs have it."""
+    k = 2 * np.pi / n
+    init = tp.plugin("init", "equilibrium",
+                     rho=lambda x, y: 1 + 0.75 * u0**2 * (np.cos(2 * k * x) + np.cos(2 * k * y)),
+                     u=lambda x, y: (u0 * np.sin(k * x) * np.cos(k * y),
+                                     -u0 * np.cos(k * x) * np.sin(k * y)))
+    compute = tp.plugin("compute", "lwacm-fused", nu=2 * u0**2, les=les, density=density)
+    solver = tp.compose("D2Q9", tp.geometry.periodic_box((n, n)), compute, init=init,
+                        device="cpu", precision=precision, check_every=0)
+    start = float(np.sum(np.asarray(solver.velocity(), dtype=np.float64) ** 2))
+    solver.run(steps)
+    return float(np.sum(np.asarray(solver.velocity(), dtype=np.float64) ** 2)) / start
+
+
+def test_shifted_records_keep_the_fp32_decay_of_a_slow_vortex():
+    """At u0 = 0.002, ν = 8e-6 a step changes ρ by ~1e-8, below the 6e-8 that an fp32 ρ near 1
+    resolves. With LES (C_s = 0.16) the fp32 run must decay as the fp64 one (rounding must not
+    be physics) within 1e-3 of E_k after 6000 steps on 24². Measured with records of ρ − 1:
+    1.6e-4; with records of ρ (density='absolute', the planted bug) −4.1 %: the excess
+    dissipation of the single-step LES on the GPU (without LES, 32², 8000 steps: +3.8 %
+    against 2.7e-4). In fp64 the two record formats agree to rounding."""
+    les = {"name": "smagorinsky", "c_s": 0.16}
+    short = small_vortex("float64", "shifted", les, steps=600)
+    assert abs(small_vortex("float64", "absolute", les, steps=600) / short - 1) < 1e-12
+    exact = small_vortex("float64", "shifted", les)
+    assert abs(small_vortex("float32", "shifted", les) / exact - 1) < 1e-3

@@ -33,6 +33,11 @@ TGV_SCHEMES = {
     "lbm-mrt-les": ("D3Q19", "lbm", {"collision": "mrt", "les": SMAGORINSKY}),
     "lwacm-les": ("D3Q19", "lwacm", {"les": SMAGORINSKY}),
     "lwacm-fused-les": ("D3Q19", "lwacm-fused", {"les": SMAGORINSKY}),
+    # records of ρ − 1 (fp32 resolves the per-step change of ρ at small ν; DESIGN, lesfix)
+    "lwacm-fused-les-shifted": ("D3Q19", "lwacm-fused", {"les": SMAGORINSKY,
+                                                         "density": "shifted"}),
+    "lwacm-fused": ("D3Q19", "lwacm-fused", {}),
+    "lwacm-fused-shifted": ("D3Q19", "lwacm-fused", {"density": "shifted"}),
     "cumulant": ("D3Q27", "lbm", {"collision": "cumulant"}),
     # without a subgrid model: what runs before the LES and cumulant plug-ins are merged
     "lbm-bgk": ("D3Q19", "lbm", {"collision": "bgk"}),

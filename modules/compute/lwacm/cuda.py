@@ -77,7 +77,8 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
             store=getattr(params, "store", "fp32"),
             rounding=getattr(params, "rounding", "nearest"),
             staging=getattr(params, "staging", "registers"),
-            interpolated=bool(len(tags.curved_nodes)))
+            interpolated=bool(len(tags.curved_nodes)),
+            shifted=getattr(params, "density", "absolute") == "shifted")
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -284,7 +285,11 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         xp = self.cp
         for buffer in self.buffers:
             if self.store == "fp32":
-                buffer[..., 0] = xp.asarray(rho)
+                if self.config.shifted:  # records of ρ − 1, taken before rounding
+                    for slab in self._slabs():
+                        buffer[slab + (Ellipsis, 0)] = xp.asarray(rho)[slab] - 1.0
+                else:
+                    buffer[..., 0] = xp.asarray(rho)
                 for a in range(d):
                     buffer[..., 1 + a] = xp.asarray(u[a])
             else:  # codes of ρ − 1 and u, a slab of planes at a time (bounded temporaries)
@@ -343,7 +348,8 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         held = self.buffers[self.current]
         d = self.lattice.d
         if self.store == "fp32":
-            return held[..., 0], self.cp.moveaxis(held[..., 1:1 + d], -1, 0)
+            rho = held[..., 0] + 1 if self.config.shifted else held[..., 0]
+            return rho, self.cp.moveaxis(held[..., 1:1 + d], -1, 0)
         xp = self.cp
         rho = xp.empty(self.shape, dtype=self.dtype)
         u = xp.empty((d, *self.shape), dtype=self.dtype)

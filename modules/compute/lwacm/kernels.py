@@ -87,6 +87,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
     interpolated: bool = False
     """INTERPOLATED nodes present (bodies with curved walls, :mod:`.curved_kernels`); False:
     the kernels are those without them, text for text."""
+    shifted: bool = False
+    """Single step: records hold ρ − 1 (:attr:`.LwacmFused.density`)."""
     side_ghosts: bool = False
     """Single step, fp32 records: free-slip ghosts beyond the side faces staged as copies
     (:mod:`.side_ghosts`), in place of per-link :attr:`boundaries`."""
@@ -101,7 +103,9 @@ class LwacmKernelConfig(cuda.KernelConfig):
         store = "" if self.store == "fp32" else f"_{self.store}" + (
             "_sr" if self.rounding == "stochastic" else "") + (
             "_async" if self.staging == "async" else "")
-        return f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
+        shift = "_shifted" if self.shifted else ""
+        return (f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
+                f"{shift}")
 
 
 def kernel_names(scheme: str) -> dict[bool, str]:
@@ -176,5 +180,5 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                           cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
                                           cfg.rounding, cfg.staging, cfg.interpolated,
-                                          cfg.side_ghosts))
+                                          cfg.side_ghosts, cfg.shifted))
     return "\n".join(parts)

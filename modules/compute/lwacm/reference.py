@@ -338,9 +338,19 @@ class NumpyLwacmFused(_NumpyBase):
         self._grid = [g + o for g, o in zip(grid, self.origin, strict=True)]
         return self._grid
 
+    @property
+    def shifted(self) -> bool:
+        """Records hold ρ − 1 (:attr:`LwacmFused.density`)."""
+        return getattr(self.params, "density", "absolute") == "shifted"
+
+    def _records(self, rho, u) -> np.ndarray:
+        first = np.asarray(rho, dtype=np.float64) - 1.0 if self.shifted else rho
+        return rounded_records(self.store, np.concatenate([np.asarray(first)[None], u])
+                               .astype(self.dtype))
+
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
-        self.w = rounded_records(self.store, np.concatenate([rho[None], u]).astype(self.dtype))
+        self.w = self._records(rho, u)
 
     def upstream(self, w: np.ndarray, i: int) -> tuple:
         """(ρ(x − c_i), u(x − c_i)) with periodic wrap, wall ghosts applied."""
@@ -393,7 +403,7 @@ class NumpyLwacmFused(_NumpyBase):
             w = self.w
             rho, u = rule.single_step(self.lattice, lambda i, w=w: self.upstream(w, i),
                                       self.kappa, identity_let, self.force,
-                                      self.params.les)
+                                      self.params.les, self.shifted)
             new = np.array([rho, *u], dtype=self.dtype)
             if self.stochastic:
                 new = stochastic_records(self.store, new, self._coordinates(), self.clock)
@@ -404,12 +414,13 @@ class NumpyLwacmFused(_NumpyBase):
             self.clock += 1
 
     def macroscopic(self):
-        return self.w[0], self.w[1:]
+        return (self.w[0] + self.dtype.type(1) if self.shifted else self.w[0]), self.w[1:]
 
     def canonical(self) -> np.ndarray:
         """f* = f^(e) − κ f^(e,o) (Q, *S) of the records: the populations each node sends to
         its neighbours (the momentum-exchange forces sum them over the wall links)."""
-        return fstar_array(self.lattice, self.w[0], self.w[1:], self.kappa, np)
+        rho, u = self.macroscopic()
+        return fstar_array(self.lattice, rho, u, self.kappa, np)
 
     def halo_arrays(self) -> list[np.ndarray]:
         """The records (1 + D, *S) whose ghost layers a distributed run fills before each step
@@ -417,7 +428,7 @@ class NumpyLwacmFused(_NumpyBase):
         return [self.w]
 
     def state(self) -> dict[str, np.ndarray]:
-        state = {"rho": self.w[0].copy(), "u": self.w[1:].copy()}
+        state = {"rho": np.array(self.macroscopic()[0]), "u": self.w[1:].copy()}
         if self.store == "fp32":
             return state
         return {**state, "store": np.array(self.store), "clock": np.array(self.clock)}
@@ -427,6 +438,5 @@ class NumpyLwacmFused(_NumpyBase):
         rho = self._check(state, "rho", self.shape)
         u = self._check(state, "u", (lat.d, *self.shape))
         check_state_store(state, self.store)
-        self.w = rounded_records(self.store,
-                                 np.concatenate([rho[None], u]).astype(self.dtype))
+        self.w = self._records(rho, u)
         self.clock = int(state.get("clock", 0))

@@ -237,7 +237,7 @@ def les_kappa(model, kappa0, strain):
 
 
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
-                force: Sequence[float] | None = None, les=None):
+                force: Sequence[float] | None = None, les=None, shifted: bool = False):
     """One single-step update of a node. ``upstream(i)`` gives (ρ, u) of the upstream node
     x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
     each just before its direction is used (so generated code loads one neighbour at a time).
@@ -262,6 +262,11 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     f_i(x, t+1) = f^(e)_i(x − c_i) + κ_i (f^(e,o)_i(x) − f^(e,o)_i(x − c_i)). A Taylor
     expansion gives the viscous term in divergence form, ∇·(ν(x)(∇u + ∇uᵀ + I ∇·u)); with κ(x)
     for every link it would be ν(x)∇²u (not dissipative), with κ of the upstream node ∇²(ν u).
+
+    ``shifted``: the records hold δρ = ρ − 1 instead of ρ (``upstream`` gives δρ, the result
+    is δρ'), and the sums run over the small parts of each f*_i, t_i = e_i + δρ_i (w_i + e_i)
+    with e_i = f*_i / ρ_i − w_i (Σ_i w_i = 1, Σ_i c_i w_i = 0). In fp32 a record of ρ near 1
+    resolves 6e-8, while a step at ν ~ 1e-5 changes ρ by ~1e-8 (6ν ∇·j, u·∇ρ): rounded away.
     """
     link_shift = None
     if les is not None:
@@ -282,7 +287,8 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
         usq = sum(ua * ua for ua in u_i)
         cu = dot(lattice.c[i], u_i)
         if isinstance(cu, Number) and cu == 0:  # the rest direction
-            s = let(rho_i * (w - (1.5 * w) * usq), f"s{i}")
+            s = (shifted_sum(rho_i, w, let((-1.5 * w) * usq, f"e{i}"), let, i) if shifted
+                 else let(rho_i * (w - (1.5 * w) * usq), f"s{i}"))
         else:
             if w not in linear:
                 linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
@@ -294,7 +300,12 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 if key not in shifts:
                     shifts[key] = let(dot(key, link_shift), f"dk{i}")
                 lin = lin - (3.0 * w * sign) * shifts[key]
-            if odd is None:
+            if shifted:  # e_i = f*_i / ρ_i − w_i: the small part
+                part = (-1.5 * w) * usq + cu * (lin + (4.5 * w) * cu)
+                if odd is not None:
+                    part = part + (odd - cu) * lin
+                s = shifted_sum(rho_i, w, let(part, f"e{i}"), let, i)
+            elif odd is None:
                 s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
             else:  # the same sum plus (odd − cu) lin, exactly 0 where odd is c_i·u_i
                 s = let(rho_i * (((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu))
@@ -302,12 +313,19 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
         rho = s if rho is None else let(rho + s, f"m{i}")
         j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}")
              for a, (ja, c) in enumerate(zip(j, lattice.c[i], strict=True))]
+    own = let(rho0 + 1.0, "rho_own") if shifted else rho0  # ρ(x), from δρ if shifted
     if link_shift is not None:  # Σ_i κ_i f^(e,o)_i(x) = 3 C_s² ρ u·∇|S| (its Σ c_i part: κ ρ u)
-        rho = let(rho + rho0 * dot_list(u0, link_shift), "m_les")
-    inverse = let(1.0 / rho, "inv_rho")
-    u = [let((ja + kappa * rho0 * ua) * inverse, f"u{'xyz'[a]}")
+        rho = let(rho + own * dot_list(u0, link_shift), "m_les")
+    inverse = let(1.0 / (rho + 1.0 if shifted else rho), "inv_rho")
+    u = [let((ja + kappa * own * ua) * inverse, f"u{'xyz'[a]}")
          for a, (ja, ua) in enumerate(zip(j, u0, strict=True))]
     return rho, add_force(u, let, force)
+
+
+def shifted_sum(delta, w: float, small, let: Callable, i: int):
+    """t_i = f*_i − w_i = e_i + δρ_i (w_i + e_i) of a link whose upstream record holds
+    δρ_i = ρ_i − 1, for e_i = f*_i / ρ_i − w_i (:func:`single_step` with ``shifted``)."""
+    return let(small + delta * (w + small), f"s{i}")
 
 
 def accumulate(total, a: Sequence, b: Sequence):

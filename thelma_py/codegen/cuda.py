@@ -187,9 +187,12 @@ def population_reads(lattice: Lattice, scheme: str, parity: str,
     of them are in flight at once while the tile flag and tag arrive; a wall link then re-reads
     its bounced population (rare). 'select': ``tag`` is known before the loads, and each
     population is read once from the upstream or the bounced address; the fix-ups only add the
-    moving-wall term."""
+    moving-wall term (with 16-bit storage one link at a time, in a rolled loop)."""
     opp = lattice.opposite
     loads, fixups = [], []
+    # 16-bit storage: the moving-wall terms in a rolled loop (measured: +1.4 % in a 16-bit
+    # closed box, -0.6 % in fp32; benchmarks/NOTES.md run 39)
+    rolled = wall_reads == "select" and store != "fp32"
     for i in range(lattice.q):
         upstream = node_index(lattice, i, -1)
         if scheme == "pull":
@@ -215,9 +218,11 @@ def population_reads(lattice: Lattice, scheme: str, parity: str,
         setup, term = wall_term(lattice, i, momentum)
         if wall_reads == "refetch":
             fixups.append(f"if ({wall}) {{ {setup} f{i} = {reread} + {term}; }}")
+        elif not rolled:
+            fixups.append(f"if ({wall}) {{ {setup} f{i} = f{i} + {term}; }}")
         else:  # one link at a time (a rolled loop): the wall-row code holds few registers
             fixups.append(f"case {i}: {{ {setup} f{i} = f{i} + {term}; break; }}")
-    if momentum is not None and wall_reads == "select" and fixups:
+    if rolled and momentum is not None and fixups:
         fixups = ["#pragma unroll 1",
                   f"for (int k = 1; k < {lattice.q}; ++k) {{",
                   "    if (!((tag >> (TAG_LINK_SHIFT + k - 1)) & 1)) continue;",

@@ -75,7 +75,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         dims = (1,) * (3 - len(self.shape)) + tuple(self.shape)
         self.nz, self.ny, self.nx = (int(v) for v in dims)
         options = params.tuning(self.dtype)
-        self.block = options["block"]
+        self.block = options["block"]  # the kernels' bound; a narrow box launches fewer threads
+        if options["propagation"] == "direct":  # (the variants' exchanges assume full blocks)
+            self.block = min(self.block, -(-self.nx // TILE) * TILE)
         self.split = options["wall_launch"] == "split"  # bulk and wall tiles launched apart
         self.walls = layouts.WallLinks(lattice, tags, self.dtype, cupy)
         if options["moving_tiles"]:

@@ -43,15 +43,15 @@ for part in $parts; do
       echo "gpu tests status $?"; tail -n 6 "$out/lesfix_gpu_tests.log";;
     tgv)
       timeout 240 python3 -m thelma_py.tools.flows tgv --sizes 64 --out "$out" --tag _lesfix \
-        --schemes lwacm-fused-les,lwacm-fused-les-shifted,lwacm-fused,lwacm-fused-shifted,lwacm-les \
+        --schemes lwacm-fused-les-absolute,lwacm-fused-les,lwacm-fused,lwacm-fused-shifted,lwacm-les \
         2>&1 | grep "^tgv" | tee "$out/lesfix_tgv.log"
       timeout 200 python3 -m thelma_py.tools.flows tgv --sizes 128 --out "$out" \
-        --tag _lesfix128 --schemes lwacm-fused-les,lwacm-fused-les-shifted,lwacm-les \
+        --tag _lesfix128 --schemes lwacm-fused-les-absolute,lwacm-fused-les,lwacm-les \
         2>&1 | grep "^tgv" | tee -a "$out/lesfix_tgv.log"
       summary;;
     big)
       timeout 150 python3 -m thelma_py.tools.flows tgv --sizes 256 --out "$out" \
-        --tag _lesfix256 --schemes lwacm-fused-les-shifted \
+        --tag _lesfix256 --schemes lwacm-fused-les \
         2>&1 | grep "^tgv" | tee -a "$out/lesfix_tgv.log"
       summary;;
     speed)

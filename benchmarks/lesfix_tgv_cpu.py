@@ -24,7 +24,7 @@ from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
 
 LES = {"name": "smagorinsky", "c_s": 0.16}
-SCHEMES = {"fused-les": ("lwacm-fused", {"les": LES}),
+SCHEMES = {"fused-les": ("lwacm-fused", {"les": LES, "density": "absolute"}),
            "fused-les-shifted": ("lwacm-fused", {"les": LES, "density": "shifted"}),
            "fused": ("lwacm-fused", {}), "fused-shifted": ("lwacm-fused", {"density": "shifted"}),
            "twostep-les": ("lwacm", {"les": LES}), "twostep": ("lwacm", {})}

@@ -201,13 +201,14 @@ class LwacmFused(LwacmParameters):
     the update of its open node (the arms of ``open_kernels``). Both give the NumPy reference's
     values: docs/DESIGN.md, "Free-slip side ghosts"."""
 
-    density: str = attrs.field(default="absolute",
-                               validator=attrs.validators.in_(DENSITIES))
+    density: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(DENSITIES)))
     """What a record's first value holds: 'absolute' (ρ) or 'shifted' (ρ − 1, and the update
     sums the small parts of each f*_i, :func:`.rule.single_step`). In fp32 a record of ρ near
     1 resolves 6e-8, less than one step changes ρ by at ν ~ 1e-5: the Re 1600 vortex at
     u0 = L / 3200 (64³) then dissipates several times its viscosity (docs/DESIGN.md, issue #17
-    helper lesfix). fp32 records only, without open boundaries or interpolated bodies (yet)."""
+    helper lesfix). fp32 records only, without open boundaries or interpolated bodies (yet).
+    None: 'shifted' with LES (the runs at such viscosities) where it runs, else 'absolute'."""
 
     @rounding.validator
     def _check_rounding(self, _, value):
@@ -235,12 +236,14 @@ class LwacmFused(LwacmParameters):
             raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
                              "combined with interpolated bodies yet; use store='fp32' there, "
                              "or declare the bodies without interpolated=True")
-        if self.density == "shifted" and (self.store != "fp32" or open_kinds
-                                          or len(tags.curved_nodes)):
+        plain = self.store == "fp32" and not open_kinds and not len(tags.curved_nodes)
+        if self.density == "shifted" and not plain:
             raise ValueError("density='shifted' is for fp32 records without open boundaries "
                              "or interpolated bodies (yet); use density='absolute' there")
         if self.store != "fp32" and open_kinds:
             raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
                              f"combined with open boundaries ({', '.join(open_kinds)}) yet; "
                              "use store='fp32' there")
-        return super().create(lattice, tags, backend, dtype)
+        density = self.density or ("shifted" if self.les is not None and plain else "absolute")
+        params = attrs.evolve(self, density=density)
+        return super(LwacmFused, params).create(lattice, tags, backend, dtype)

@@ -41,12 +41,13 @@ CUDA_OPTIONS = {"block": None, "min_blocks": 0, "streaming_stores": False,
 """Defaults of ``Lbm.cuda_options``; ``block`` None: 256 for dense fp32 pull, else 128
 (measured, NOTES runs 9 and 39); ``moving_tiles`` None: on where it runs (dense storage,
 direct propagation), as measured faster there (benchmarks/NOTES.md, run 23); ``wall_reads``
-None: 'select' for 16-bit storage, 'refetch' for fp32 (run 37)."""
+None: by measurement, ``Lbm.wall_reads`` (runs 37–38)."""
 MOVING_TILE = 2
 """Tile flag bit (``moving_tiles``): a wall link of the tile ends on a moving wall."""
 WALL_LAUNCHES = ("fused", "split")
-"""``fused``: one kernel, wall code run where a tile is flagged; ``split``: a bulk kernel with no
-wall code that skips flagged tiles, then a kernel over the list of flagged tiles only."""
+"""``fused``: one kernel, stored tags read where a tile is flagged; ``split``: a bulk kernel that
+skips flagged tiles (no stored tags; wall code only for the box's wall faces), then a kernel
+over the list of flagged tiles only."""
 """Defaults of ``Lbm.cuda_options`` (the tuning fields of :class:`KernelConfig`)."""
 
 

@@ -87,7 +87,7 @@ class TaylorGreen:
             x, y = (c * kk for c, kk in zip(coords, k, strict=True))
             ux = self.u0 * np.sin(x) * np.cos(y)
             uy = -self.u0 * np.cos(x) * np.sin(y)
-            p = -0.25 * self.rho0 * self.u0**2 * (np.cos(2 * x) + np.cos(2 * y))
+            p = 0.25 * self.rho0 * self.u0**2 * (np.cos(2 * x) + np.cos(2 * y))
             u = [ux, uy]
         else:
             x, y, z = (c * kk for c, kk in zip(coords, k, strict=True))

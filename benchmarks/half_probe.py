@@ -169,6 +169,8 @@ def main() -> None:
     args = parser.parse_args()
     import cupy as cp
 
+    from thelma_py.tools.bench_cases import environment
+
     copy = copy_bandwidth(cp)
     print(f"copy bandwidth {copy:.0f} GB/s", flush=True)
     rows = []
@@ -184,7 +186,7 @@ def main() -> None:
             cp.get_default_memory_pool().free_all_blocks()
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"copy_gb_per_s": copy, "rows": rows}, fh, indent=1)
+            json.dump({**environment(cp), "copy_gb_per_s": copy, "rows": rows}, fh, indent=1)
 
 
 if __name__ == "__main__":

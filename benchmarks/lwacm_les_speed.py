@@ -22,6 +22,7 @@ import attrs
 
 from thelma_py.backend import select_backend
 from thelma_py.tools.bench import BenchConfig, build_engine, copy_bandwidth, time_engine
+from thelma_py.tools.bench_cases import environment
 
 VARIANTS = [  # (label, les, retune keywords)
     ("plain", "none", {}),
@@ -87,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['fraction_of_copy']:5.1%} of copy  regs {row['num_regs']} "
                   f"local {row['local_size_bytes']} B  {share}", flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"copy_bandwidth_GBs": copy_bw / 1e9, "results": rows},
-                                        indent=1))
+        args.json.write_text(json.dumps({**environment(cp), "copy_bandwidth_GBs": copy_bw / 1e9,
+                                         "results": rows}, indent=1))
     return 0
 
 

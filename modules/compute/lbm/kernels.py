@@ -20,8 +20,6 @@ the engine runs only on the last step before the fields are read.
 
 from __future__ import annotations
 
-import re
-
 import attrs
 
 from thelma_py.codegen import cuda
@@ -241,25 +239,7 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
                          f"{cuda.pop_value(lat, i, f'q{i}', cfg.store)});")
         else:
             lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, {value});")
-    return _recomputed(lines) if cfg.scheme == "aa" else lines
-
-
-OPAQUE = ("#ifdef __CUDA_ARCH__\n"
-          'asm volatile("mov.b64 %0, %1;" : "=l"(N_w) : "l"(N));\n'
-          'asm volatile("mov.b32 %0, %1;" : "=r"(nx_w) : "r"(nx));\n'
-          "#else\n"
-          "N_w = N; nx_w = nx;\n"
-          "#endif")
-"""Copies of N and nx the compiler cannot see through (host build: plain copies)."""
-
-
-def _recomputed(lines: list[str]) -> list[str]:
-    """AA writes to the slots its loads read: addresses from opaque copies of N and nx, so
-    the compiler recomputes them at the stores instead of keeping the loads' 19 addresses live
-    through the collision (nvcc sm_90, fp16s: 72 -> 40 registers even, 69 -> 56 odd; NOTES
-    run 41)."""
-    renamed = [re.sub(r"\bnx\b", "nx_w", re.sub(r"\bN\b", "N_w", line)) for line in lines]
-    return ["size_t N_w; int nx_w;", OPAQUE, *renamed]
+    return lines
 
 
 def address(element: str) -> str:

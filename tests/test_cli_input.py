@@ -155,7 +155,7 @@ def test_a_parameter_the_chosen_compute_plugin_does_not_take_is_refused(typed_ca
     assert one_line_error(result) == (
         "thelma run: error: --set collision: the compute plug-in 'lwacm-fused' takes no "
         "'collision' (taken by lbm); its parameters: nu, force, les, store, rounding, staging, "
-        "open_ghosts")
+        "open_ghosts, density")
     assert not (tmp_path / "out").exists()
     fine = thelma("run", typed_case, "--device", "cpu", "--quiet", "--steps", "1", "--set",
                   "compute=lwacm-fused")

@@ -39,7 +39,7 @@ CUDA_OPTIONS = {"block": None, "min_blocks": 0, "streaming_stores": False,
                 "propagation": "direct", "wall_launch": "fused", "moving_tiles": None,
                 "wall_reads": None}
 """Defaults of ``Lbm.cuda_options``; ``block`` None: 256 for dense fp32 pull, else 128
-(measured, NOTES runs 9 and 39); ``moving_tiles`` None: on where it runs (dense storage,
+(measured, NOTES runs 9 and 40); ``moving_tiles`` None: on where it runs (dense storage,
 direct propagation), as measured faster there (benchmarks/NOTES.md, run 23); ``wall_reads``
 None: by measurement, ``Lbm.wall_reads`` (runs 37–38)."""
 MOVING_TILE = 2

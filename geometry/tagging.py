@@ -156,6 +156,7 @@ class Tagger:
             open_values=np.concatenate(values) if values else np.zeros((0, 4)),
             curved_nodes=curved,
             curved_q=curved_q,
+            interpolated_ids=tuple(sorted(self.interpolated)),
         )
 
     def slip_edges(self) -> dict[int, int]:

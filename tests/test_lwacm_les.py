@@ -248,3 +248,14 @@ def test_records_hold_rho_minus_one_by_default_with_les_where_they_can():
     opened = LwacmFused(nu=0.01, les=les).create(lattice, channel.evaluate(lattice), cpu,
                                                  np.float32)
     assert opened.params.density == "absolute"
+    # a rank's box away from the open faces decides as the whole geometry (ranks agree)
+    inner = channel.evaluate(lattice, (4, 0), (8, 12))
+    assert not inner.open_kinds and inner.has_open_faces
+    assert LwacmFused(nu=0.01, les=les).create(lattice, inner, cpu, np.float32).params.density \
+        == "absolute"
+    body = tp.geometry.periodic_box((16, 12))
+    body.body(tp.geometry.Sphere((12.0, 6.0), 2.0), interpolated=True)
+    away = body.evaluate(lattice, (0, 0), (6, 12))
+    assert not len(away.curved_nodes) and away.interpolated_ids
+    assert LwacmFused(nu=0.01, les=les).create(lattice, away, cpu, np.float32).params.density \
+        == "absolute"

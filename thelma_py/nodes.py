@@ -76,6 +76,9 @@ class NodeTags:
     """Shape (len(curved_nodes), Q): per direction i, the fraction q in (0, 1] of the link
     from the node towards x − c_i at which it meets the wall of an interpolated body; NaN
     where the link is not cut by one (halfway bounce-back, q = ½, if it crosses a wall)."""
+    interpolated_ids: tuple[int, ...] = ()
+    """Boundary ids of the geometry's interpolated bodies, wherever they lie: the same on every
+    rank of a distributed run (``curved_nodes`` holds this box's nodes only)."""
 
     @functools.cached_property
     def kind(self) -> np.ndarray:
@@ -91,6 +94,11 @@ class NodeTags:
     def fluid(self) -> np.ndarray:
         """Nodes that stream and collide: plain fluid and open-boundary nodes."""
         return ~self.solid
+
+    @property
+    def has_open_faces(self) -> bool:
+        """Open faces anywhere in the geometry (the same on every rank)."""
+        return bool((self.open_table[:, 0] >= 0).any())
 
     @property
     def open_kinds(self) -> tuple[tuple[str, str], ...]:

@@ -236,7 +236,9 @@ class LwacmFused(LwacmParameters):
             raise ValueError(f"store={self.store!r}: 16-bit single-step records are not "
                              "combined with interpolated bodies yet; use store='fp32' there, "
                              "or declare the bodies without interpolated=True")
-        plain = self.store == "fp32" and not open_kinds and not len(tags.curved_nodes)
+        # decided from the whole geometry, so that every rank of a distributed run agrees
+        plain = (self.store == "fp32" and not tags.has_open_faces
+                 and not tags.interpolated_ids)
         if self.density == "shifted" and not plain:
             raise ValueError("density='shifted' is for fp32 records without open boundaries "
                              "or interpolated bodies (yet); use density='absolute' there")

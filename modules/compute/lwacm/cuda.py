@@ -90,7 +90,7 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         self.open_table = xp.asarray(tags.open_table.astype(np.int32).reshape(-1))
         self.open_values = xp.asarray(values.astype(self.dtype).reshape(-1))
         self.kappa = self.dtype.type(params.kappa)
-        curved = CurvedGhosts(lattice, tags, self.dtype)  # ghost weights of curved wall links
+        curved = CurvedGhosts(lattice, tags, self.dtype, self.params.kappa)  # ghost weights
         self.curved_nodes = xp.asarray(np.append(curved.nodes, 0).astype(np.int32))
         self.curved_weights = xp.asarray(np.append(curved.table.reshape(-1), 0).astype(self.dtype))
         self.n_curved = np.int32(len(curved.nodes))

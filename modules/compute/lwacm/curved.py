@@ -12,18 +12,28 @@ population the link brings to x is f*_i of a ghost record at x − c_i
 
 u extrapolated along the link through the exact wall point:
 
-    q ≥ ½, x + c_i fluid:  quadratic through x + c_i, x and the wall:
-                           (a, b, c) = (2/(q(1 + q)), −2(1 − q)/q, (1 − q)/(1 + q))
-    q < ½, x + c_i fluid:  the mirror image of the point x + (1 − 2q) c_i about the wall,
-                           interpolated between x and x + c_i: (2, −2q, 2q − 1)
-    q ≥ ½, x + c_i not fluid: linear through x and the wall: (1/q, 1 − 1/q, 0)
+    q ≥ q₀, x + c_i fluid:     quadratic through x + c_i, x and the wall:
+                              (a, b, c) = (2/(q(1 + q)), −2(1 − q)/q, (1 − q)/(1 + q))
+    q < min(q₀, ½), x + c_i fluid: the mirror image of the point x + (1 − 2q) c_i about the
+                              wall, interpolated between x and x + c_i: (2, −2q, 2q − 1)
+    q ≥ ½ and below q₀ or x + c_i not fluid: linear through x and the wall: (1/q, 1 − 1/q, 0)
     q < ½, x + c_i not fluid, and links the body does not cut: halfway (2, −1, 0)
 
-(the mirror rule is Bouzidi, Firdaouss & Lallemand 2001's linear interpolation applied to u; the
-extrapolations are those of Guo, Zheng & Shi 2002 and of ghost-cell finite differences). No
-weight exceeds 8/3 in magnitude. A whole ghost record (u_g in the even part too) is as accurate
-but diverges at τ → ½ where the wall is near x − c_i (Schäfer–Turek at Re 100, n = 10): its
-momentum flux then vanishes on one side of the node. A density at the exact wall point in the
+with q₀ = max(0.1, 3.5 ν) (:func:`quadratic_min_q`). The mirror rule is Bouzidi, Firdaouss &
+Lallemand 2001's linear interpolation applied to u; the extrapolations are those of Guo, Zheng
+& Shi 2002 and of ghost-cell finite differences. The quadratic is exact for a parabolic u along
+the link, so the velocity gradient the scheme takes between x − c_i and x is second order; the
+mirror is exact for linear u only. The quadratic's weights grow as 1/q, and the ghost's odd
+part enters with 1 − κ = 6 ν, so how small q may be depends on ν: Couette flow between
+off-lattice walls (both schemes) stays exact at q ≥ 0.1 for ν ≤ 1/30, and needs q ≥ 0.15 /
+0.2 / 0.3 / 0.45 at ν = 0.05 / 0.07 / 0.1 / 0.13 (below those it does not settle or diverges;
+at ν = 1/6 even q = ½ does not), hence 3.5 ν; below 0.1 Schäfer–Turek 2D-1 diverged
+(ν = 1/30). Until session 10 q₀ was ½: LW-ACM's c_L at n = 40 was 1.2 % below LBM's at every
+place of the cylinder (docs/DESIGN.md, "the quadratic ghost from q₀").
+
+A whole ghost record (u_g in the even part too) is as accurate but diverges at τ → ½ where the
+wall is near x − c_i (Schäfer–Turek at Re 100, n = 10): its momentum flux then vanishes on one
+side of the node. A density at the exact wall point in the
 even part (ρ_g = 2q ρ(x) + (1 − 2q) ρ(x + c_i), or 2 ρ(x) − ρ(x + c_i)) took Schäfer–Turek
 2D-1 further from LBM (docs/DESIGN.md, "where LW-ACM and LBM differed"): ρ_g = ρ(x) stays.
 The single step takes the ghost as its upstream record with c_i · u_g in the odd part; the
@@ -45,23 +55,34 @@ from thelma_py.modules.compute.lbm.interpolated import cut_links
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.nodes import NodeTags
 
+QUADRATIC_MIN_Q = 0.1
+"""The smallest wall fraction whose ghost may be the quadratic extrapolation (:mod:`.curved`)."""
 
-def ghost_weights(q, far_is_fluid) -> np.ndarray:
+
+def quadratic_min_q(kappa: float) -> float:
+    """q₀ = max(0.1, 3.5 ν) with ν = (1 − κ) / 6: the smallest wall fraction whose ghost is the
+    quadratic extrapolation at that viscosity (:mod:`.curved`)."""
+    return max(QUADRATIC_MIN_Q, 3.5 * (1.0 - kappa) / 6.0)
+
+
+def ghost_weights(q, far_is_fluid, min_q: float = QUADRATIC_MIN_Q) -> np.ndarray:
     """(a, b, c), shape (3, n), of u_g = a u_w + b u(x) + c u(x + c_i) for wall fractions ``q``
-    (NaN: halfway) and whether x + c_i is fluid (:mod:`.curved`).
+    (NaN: halfway) and whether x + c_i is fluid (:mod:`.curved`), the quadratic from
+    ``min_q`` (:func:`quadratic_min_q`).
 
-    >>> ghost_weights(np.array([1.0, 0.5, 0.25, 0.5]), np.array([False, True, True, False])
-    ...               ).T.round(12).tolist()
-    [[1.0, 0.0, 0.0], [2.666666666667, -2.0, 0.333333333333], [2.0, -0.5, -0.5], [2.0, -1.0, 0.0]]
+    >>> ghost_weights(np.array([1.0, 0.5, 0.25, 0.05, 0.5]),
+    ...               np.array([False, True, True, True, False])).T.round(3).tolist()
+    [[1.0, 0.0, 0.0], [2.667, -2.0, 0.333], [6.4, -6.0, 0.6], [2.0, -0.1, -0.9], [2.0, -1.0, 0.0]]
+    >>> ghost_weights(np.array([0.25, 0.6]), np.array([True, True]), 0.7).T.round(3).tolist()
+    [[2.0, -0.5, -0.5], [1.667, -0.667, 0.0]]
     """
     q = np.asarray(q, dtype=np.float64)
     far = np.asarray(far_is_fluid, dtype=bool) & np.isfinite(q)
     q = np.where(np.isfinite(q), q, 0.5)
-    near = q < 0.5
-    halfway = near & ~far
+    halfway = (q < 0.5) & ~far
     q = np.where(halfway, 0.5, q)
-    quadratic = far & ~near
-    mirror = far & near
+    quadratic = far & (q >= min_q)
+    mirror = far & (q < min(min_q, 0.5))
     a = np.select([quadratic, mirror], [2.0 / (q * (1.0 + q)), 2.0], 1.0 / q)
     b = np.select([quadratic, mirror], [-2.0 * (1.0 - q) / q, -2.0 * q], 1.0 - 1.0 / q)
     c = np.select([quadratic, mirror], [(1.0 - q) / (1.0 + q), 2.0 * q - 1.0], 0.0)
@@ -89,9 +110,10 @@ class CurvedGhosts:
     """The wall links of the INTERPOLATED nodes of ``tags``, by direction (NumPy arrays).
 
     ``links[i]`` = (flat x, flat x + c_i, weights (3 + D, n) = (a, b, c, u_w)); ``table``
-    (n_nodes, Q − 1, 3 + D) holds the same per node (halfway rows where a link has no wall)."""
+    (n_nodes, Q − 1, 3 + D) holds the same per node (halfway rows where a link has no wall).
+    ``kappa`` sets where the quadratic begins (:func:`quadratic_min_q`)."""
 
-    def __init__(self, lattice: Lattice, tags: NodeTags, dtype):
+    def __init__(self, lattice: Lattice, tags: NodeTags, dtype, kappa: float):
         self.lattice = lattice
         nodes = np.asarray(tags.curved_nodes, dtype=np.int64)
         width = 3 + lattice.d
@@ -100,7 +122,7 @@ class CurvedGhosts:
         self.nodes = nodes
         self.links: dict[int, tuple] = {}
         for i, rows, flat, far, fluid, row, q in cut_links(lattice, tags):
-            a, b, cw = ghost_weights(q, fluid)
+            a, b, cw = ghost_weights(q, fluid, quadratic_min_q(kappa))
             wall = row[:, : lattice.d].T
             weights = np.concatenate([a[None], b[None], cw[None], wall]).astype(dtype)
             self.table[rows, i - 1] = weights.T
@@ -130,7 +152,7 @@ class LwacmExchange(MomentumExchange):
         other wall links takes (LW-ACM's are scaled, ``force_tags``)."""
         super().__init__(lattice, wall_tags, dtype, xp, owned)
         self.kappa = kappa
-        ghosts = CurvedGhosts(lattice, tags, dtype)
+        ghosts = CurvedGhosts(lattice, tags, dtype, kappa)
         for body, rows in self.curved.items():
             mine = []
             for i, index, _, _, _ in rows:

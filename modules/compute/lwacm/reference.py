@@ -193,7 +193,7 @@ class _NumpyBase(CurvedExchange, CheckedState, ComputeEngine):
             params, lattice, tags, backend, np.dtype(dtype))
         self.open = OpenLinks(lattice, tags, self.dtype)
         self.walls = layouts.WallLinks(lattice, self.open.tags, self.dtype)
-        self.curved = CurvedGhosts(lattice, tags, self.dtype)
+        self.curved = CurvedGhosts(lattice, tags, self.dtype, params.kappa)
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape
         self.kappa = self.dtype.type(params.kappa)

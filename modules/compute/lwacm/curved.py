@@ -27,15 +27,16 @@ mirror is exact for linear u only. The quadratic's weights grow as 1/q, and the 
 part enters with 1 − κ = 6 ν, so how small q may be depends on ν: Couette flow between
 off-lattice walls (both schemes) stays exact at q ≥ 0.1 for ν ≤ 1/30, and needs q ≥ 0.15 /
 0.2 / 0.3 / 0.45 at ν = 0.05 / 0.07 / 0.1 / 0.13 (below those it does not settle or diverges;
-at ν = 1/6 even q = ½ does not), hence 3.5 ν; below 0.1 Schäfer–Turek 2D-1 diverged
-(ν = 1/30). Until session 10 q₀ was ½: LW-ACM's c_L at n = 40 was 1.2 % below LBM's at every
-place of the cylinder (docs/DESIGN.md, "the quadratic ghost from q₀").
+at ν = 1/6 not at q = ½ either, where the linear extrapolation now serves), hence 3.5 ν;
+below 0.1 Schäfer–Turek 2D-1 diverged (ν = 1/30). Until session 10 q₀ was ½: LW-ACM's c_L
+at n = 40 was 1.2 % below LBM's at every place of the cylinder (docs/DESIGN.md, "the
+quadratic ghost from q₀").
 
 A whole ghost record (u_g in the even part too) is as accurate but diverges at τ → ½ where the
 wall is near x − c_i (Schäfer–Turek at Re 100, n = 10): its momentum flux then vanishes on one
-side of the node. A density at the exact wall point in the
-even part (ρ_g = 2q ρ(x) + (1 − 2q) ρ(x + c_i), or 2 ρ(x) − ρ(x + c_i)) took Schäfer–Turek
-2D-1 further from LBM (docs/DESIGN.md, "where LW-ACM and LBM differed"): ρ_g = ρ(x) stays.
+side of the node. A density at the exact wall point in the even part (ρ_g = 2q ρ(x) +
+(1 − 2q) ρ(x + c_i), or 2 ρ(x) − ρ(x + c_i)) took Schäfer–Turek 2D-1 further from LBM
+(docs/DESIGN.md, "where LW-ACM and LBM differed"): ρ_g = ρ(x) stays.
 The single step takes the ghost as its upstream record with c_i · u_g in the odd part; the
 two-step scheme pulls the population, with ρ, u of x and x + c_i taken from their f* (ρ = Σ f*,
 u = Σ c f* / ((1 − κ) ρ), as its open links do: a node's j is updated in place by its own

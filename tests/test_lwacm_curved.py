@@ -164,31 +164,6 @@ def test_force_closes_the_momentum_balance_with_curved_links(lattice, scheme):
 
 
 @pytest.mark.slow
-def test_cylinder_drag_with_curved_walls_is_close_to_lbm():
-    """Schäfer–Turek 2D-1 (Re = 20) at 10 nodes per diameter, u_max = 1/n, interpolated
-    cylinder, each scheme on the benchmark's geometry (LW-ACM's inlet and outlet lie half a
-    spacing beyond its end nodes: 22 n nodes, cylinder at 2 n − ½). LBM (TRT, Bouzidi, Zou-He
-    faces) measured once: c_D = 5.8188, c_L = 0.011935, Δp = 0.11771. LW-ACM single step
-    measured (the quadratic ghost from q₀ = 0.117; until session 10 from ½: 5.7932, 0.009431,
-    0.11708): 5.7873 (−0.54 %), 0.010407 (−13 %), 0.11661 (−0.94 %). Bars: c_D within 0.8 %
-    and Δp within 1 % of LBM; c_L only within 0.007-0.017 (at n = 10 it follows the cylinder's
-    place on the grid: LBM gives 0.0101-0.0135 with the cylinder moved by ½ or 1 spacing).
-    On LBM's grid (``same_grid``, the cylinder half a spacing further from LW-ACM's inlet, as
-    before) 5.7586 (−1.03 %), 0.013028, 0.11651 (−1.02 %): the test fails. (The published c_D
-    is 5.57-5.59: LBM itself is 4 % above it at n = 10; device_stacc.sh compares at n = 20
-    and 40.) About 40 s."""
-    from thelma_py.cases import cylinder
-
-    solver = cylinder.build(n=10, compute="lwacm-fused", interpolated=True, tolerance=1e-5,
-                            device="cpu")
-    solver.run(cylinder.DEFAULT_STEPS)
-    measured = cylinder.schaefer_turek_measures(solver)
-    assert measured["c_D"] == pytest.approx(5.8188, rel=0.008)
-    assert measured["dp"] == pytest.approx(0.11771, rel=0.01)
-    assert 0.007 < measured["c_L"] < 0.017
-
-
-@pytest.mark.slow
 def test_single_step_curved_walls_stay_stable_at_re_100():
     """Schäfer–Turek 2D-2 geometry at Re = 100, n = 10, u_max = 0.05 (τ = 0.51): a whole ghost
     record (u_g in the even part too) diverged by step 240; the population of

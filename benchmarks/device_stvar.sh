@@ -4,7 +4,6 @@
 #   bash benchmarks/device_stvar.sh places   n = 40, the cylinder at three places (shift -1/2, 0,
 #                                            +1/2), then 2D-2 (Re 100, tau 0.5025 / 0.51) runs
 #                                            of each new variant at n = 20, 40: ~8 min
-#   bash benchmarks/device_stvar.sh fine     n = 80: ~5 min
 #   bash benchmarks/device_stvar.sh final    the shipped rule (q0 = max(0.1, 3.5 nu)): n = 20, 40,
 #                                            80, n = 40 at the other two places, the two-step
 #                                            scheme at n = 40, then the curved GPU tests: ~6 min
@@ -12,7 +11,8 @@
 # $OUT: st_variants_<part>.json, st_shedding.json, device_stvar.log.
 . "$(dirname "$0")/device_setup.sh"
 start=$SECONDS
-variants="shipped quadratic-0.2 quadratic-0.1 quadratic-0.05"
+# quadratic-0.5: the rule before session 10 (the places part ran it as "shipped" then)
+variants="quadratic-0.5 quadratic-0.2 quadratic-0.1 quadratic-0.05"
 {
   case "${1:-places}" in
     places)
@@ -22,10 +22,6 @@ variants="shipped quadratic-0.2 quadratic-0.1 quadratic-0.05"
       timeout 200 python3 benchmarks/curved_variants.py --n 20 40 --seconds 0 0 --shifts \
         --shedding 25 30 --variants $variants --out "$out/st_shedding.json"
       echo "shedding status $?" ;;
-    fine)
-      timeout 500 python3 benchmarks/curved_variants.py --n 80 --seconds 80 \
-        --variants $variants --out "$out/st_variants_fine.json"
-      echo "fine status $?" ;;
     final)
       timeout 250 python3 benchmarks/curved_variants.py --n 20 40 80 --seconds 25 40 100 \
         --variants shipped --out "$out/st_final.json"

@@ -113,11 +113,14 @@ def test_quadratic_begins_where_couette_flow_stays_exact(monkeypatch):
     odd part entering with 1 − κ = 6 ν = 0.6) it does not settle: 5.5e-2 of ΔU."""
     from thelma_py.modules.compute.lwacm import curved
 
-    assert curved.quadratic_min_q(tp.plugin("compute", "lwacm", nu=0.1).kappa) == \
-        pytest.approx(0.35)
-    assert curved.quadratic_min_q(tp.plugin("compute", "lwacm", nu=0.01).kappa) == 0.1
+    assert curved.quadratic_min_q(tp.plugin("compute", "lwacm", nu=0.1)) == pytest.approx(0.35)
+    assert curved.quadratic_min_q(tp.plugin("compute", "lwacm-fused", nu=0.01)) == 0.1
+    les = tp.plugin("compute", "lwacm", nu=0.01, les={"name": "smagorinsky", "c_s": 0.16})
+    assert curved.quadratic_min_q(les) == pytest.approx(3.5 / 6)  # ν_t may reach 1/6
     assert couette_error("lwacm-fused", 0.5, 0.22, nu=0.1) < 1e-10
-    monkeypatch.setattr(curved, "quadratic_min_q", lambda kappa: 0.1)
+    from thelma_py.modules.compute.lwacm import reference
+
+    monkeypatch.setattr(reference, "quadratic_min_q", lambda params: 0.1)
     assert couette_error("lwacm-fused", 0.5, 0.22, nu=0.1) > 1e-3
 
 

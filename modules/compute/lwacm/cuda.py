@@ -27,7 +27,7 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lwacm import fused_kernels, open_links, rule
-from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts
+from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts, quadratic_min_q
 from thelma_py.modules.compute.lwacm.kernels import (
     LwacmKernelConfig,
     generate,
@@ -90,7 +90,7 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
         self.open_table = xp.asarray(tags.open_table.astype(np.int32).reshape(-1))
         self.open_values = xp.asarray(values.astype(self.dtype).reshape(-1))
         self.kappa = self.dtype.type(params.kappa)
-        curved = CurvedGhosts(lattice, tags, self.dtype, self.params.kappa)  # ghost weights
+        curved = CurvedGhosts(lattice, tags, self.dtype, quadratic_min_q(self.params))
         self.curved_nodes = xp.asarray(np.append(curved.nodes, 0).astype(np.int32))
         self.curved_weights = xp.asarray(np.append(curved.table.reshape(-1), 0).astype(self.dtype))
         self.n_curved = np.int32(len(curved.nodes))

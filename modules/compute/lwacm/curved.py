@@ -19,18 +19,18 @@ u extrapolated along the link through the exact wall point:
     q ≥ ½ and below q₀ or x + c_i not fluid: linear through x and the wall: (1/q, 1 − 1/q, 0)
     q < ½, x + c_i not fluid, and links the body does not cut: halfway (2, −1, 0)
 
-with q₀ = max(0.1, 3.5 ν) (:func:`quadratic_min_q`). The mirror rule is Bouzidi, Firdaouss &
-Lallemand 2001's linear interpolation applied to u; the extrapolations are those of Guo, Zheng
-& Shi 2002 and of ghost-cell finite differences. The quadratic is exact for a parabolic u along
-the link, so the velocity gradient the scheme takes between x − c_i and x is second order; the
-mirror is exact for linear u only. The quadratic's weights grow as 1/q, and the ghost's odd
-part enters with 1 − κ = 6 ν, so how small q may be depends on ν: Couette flow between
-off-lattice walls (both schemes) stays exact at q ≥ 0.1 for ν ≤ 1/30, and needs q ≥ 0.15 /
-0.2 / 0.3 / 0.45 at ν = 0.05 / 0.07 / 0.1 / 0.13 (below those it does not settle or diverges;
-at ν = 1/6 not at q = ½ either, where the linear extrapolation now serves), hence 3.5 ν;
-below 0.1 Schäfer–Turek 2D-1 diverged (ν = 1/30). Until session 10 q₀ was ½: LW-ACM's c_L
-at n = 40 was 1.2 % below LBM's at every place of the cylinder (docs/DESIGN.md, "the
-quadratic ghost from q₀").
+with q₀ = max(0.1, 3.5 ν), ν = 1/6 with LES (:func:`quadratic_min_q`). The mirror rule is
+Bouzidi, Firdaouss & Lallemand 2001's linear interpolation applied to u; the extrapolations are
+those of Guo, Zheng & Shi 2002 and of ghost-cell finite differences. The quadratic is exact for
+a parabolic u along the link, so the velocity gradient the scheme takes between x − c_i and x is
+second order; the mirror is exact for linear u only. The quadratic's weights grow as 1/q, and
+the ghost's odd part enters with 1 − κ = 6 ν, so how small q may be depends on ν: Couette flow
+between off-lattice walls (both schemes) stays exact at q ≥ 0.1 for ν ≤ 1/30, and needs q ≥ 0.15
+/ 0.2 / 0.3 / 0.45 at ν = 0.05 / 0.07 / 0.1 / 0.13 (below those it does not settle or diverges;
+at ν = 1/6 not at q = ½ either, where the linear extrapolation now serves), hence 3.5 ν; below
+0.1 Schäfer–Turek 2D-1 diverged (ν = 1/30). Until session 10 q₀ was ½: LW-ACM's c_L at n = 40
+was 1.2 % below LBM's at every place of the cylinder (docs/DESIGN.md, "the quadratic ghost from
+q₀").
 
 A whole ghost record (u_g in the even part too) is as accurate but diverges at τ → ½ where the
 wall is near x − c_i (Schäfer–Turek at Re 100, n = 10): its momentum flux then vanishes on one
@@ -60,10 +60,14 @@ QUADRATIC_MIN_Q = 0.1
 """The smallest wall fraction whose ghost may be the quadratic extrapolation (:mod:`.curved`)."""
 
 
-def quadratic_min_q(kappa: float) -> float:
-    """q₀ = max(0.1, 3.5 ν) with ν = (1 − κ) / 6: the smallest wall fraction whose ghost is the
-    quadratic extrapolation at that viscosity (:mod:`.curved`)."""
-    return max(QUADRATIC_MIN_Q, 3.5 * (1.0 - kappa) / 6.0)
+def quadratic_min_q(params) -> float:
+    """q₀ = max(0.1, 3.5 ν), the smallest wall fraction whose ghost is the quadratic
+    extrapolation (:mod:`.curved`), for an LW-ACM compute plug-in ``params``: ν = (1 − κ) / 6
+    its viscosity, or with LES 1/6, since the eddy viscosity raises ν locally up to LW-ACM's
+    limit (q₀ = 0.58: the quadratic for q ≥ 0.58 only, where Couette flow stays exact at every
+    ν)."""
+    nu = 1.0 / 6.0 if params.les is not None else (1.0 - params.kappa) / 6.0
+    return max(QUADRATIC_MIN_Q, 3.5 * nu)
 
 
 def ghost_weights(q, far_is_fluid, min_q: float = QUADRATIC_MIN_Q) -> np.ndarray:
@@ -112,9 +116,9 @@ class CurvedGhosts:
 
     ``links[i]`` = (flat x, flat x + c_i, weights (3 + D, n) = (a, b, c, u_w)); ``table``
     (n_nodes, Q − 1, 3 + D) holds the same per node (halfway rows where a link has no wall).
-    ``kappa`` sets where the quadratic begins (:func:`quadratic_min_q`)."""
+    The quadratic begins at ``min_q`` (:func:`quadratic_min_q`)."""
 
-    def __init__(self, lattice: Lattice, tags: NodeTags, dtype, kappa: float):
+    def __init__(self, lattice: Lattice, tags: NodeTags, dtype, min_q: float):
         self.lattice = lattice
         nodes = np.asarray(tags.curved_nodes, dtype=np.int64)
         width = 3 + lattice.d
@@ -123,7 +127,7 @@ class CurvedGhosts:
         self.nodes = nodes
         self.links: dict[int, tuple] = {}
         for i, rows, flat, far, fluid, row, q in cut_links(lattice, tags):
-            a, b, cw = ghost_weights(q, fluid, quadratic_min_q(kappa))
+            a, b, cw = ghost_weights(q, fluid, min_q)
             wall = row[:, : lattice.d].T
             weights = np.concatenate([a[None], b[None], cw[None], wall]).astype(dtype)
             self.table[rows, i - 1] = weights.T
@@ -148,12 +152,13 @@ class LwacmExchange(MomentumExchange):
     :class:`~thelma_py.modules.compute.lbm.forces.MomentumExchange`."""
 
     def __init__(self, lattice: Lattice, tags: NodeTags, wall_tags: NodeTags, dtype,
-                 kappa: float, xp=np, owned=None):
+                 kappa: float, min_q: float, xp=np, owned=None):
         """``tags``: the geometry's; ``wall_tags``: with the rows the moving-wall term of the
-        other wall links takes (LW-ACM's are scaled, ``force_tags``)."""
+        other wall links takes (LW-ACM's are scaled, ``force_tags``); ``min_q``: where the
+        ghosts' quadratic begins (:func:`quadratic_min_q`)."""
         super().__init__(lattice, wall_tags, dtype, xp, owned)
         self.kappa = kappa
-        ghosts = CurvedGhosts(lattice, tags, dtype, kappa)
+        ghosts = CurvedGhosts(lattice, tags, dtype, min_q)
         for body, rows in self.curved.items():
             mine = []
             for i, index, _, _, _ in rows:
@@ -180,4 +185,5 @@ class CurvedExchange:
 
     def momentum_exchange(self, owned=None) -> LwacmExchange:
         return LwacmExchange(self.lattice, self.tags, self.force_tags, self.dtype,
-                             self.params.kappa, self.backend.xp, owned)
+                             self.params.kappa, quadratic_min_q(self.params), self.backend.xp,
+                             owned)

@@ -17,7 +17,7 @@ from thelma_py.compute import ComputeEngine
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lwacm import rule
-from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts
+from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts, quadratic_min_q
 from thelma_py.modules.compute.lwacm.open_links import OpenLinks
 from thelma_py.nodes import NodeTags
 from thelma_py.store16 import (
@@ -193,7 +193,7 @@ class _NumpyBase(CurvedExchange, CheckedState, ComputeEngine):
             params, lattice, tags, backend, np.dtype(dtype))
         self.open = OpenLinks(lattice, tags, self.dtype)
         self.walls = layouts.WallLinks(lattice, self.open.tags, self.dtype)
-        self.curved = CurvedGhosts(lattice, tags, self.dtype, params.kappa)
+        self.curved = CurvedGhosts(lattice, tags, self.dtype, quadratic_min_q(params))
         self.solid = np.flatnonzero(tags.solid)
         self.shape = tags.tags.shape
         self.kappa = self.dtype.type(params.kappa)

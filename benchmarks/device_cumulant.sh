@@ -13,9 +13,7 @@ for part in "${parts[@]}"; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      THELMA_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -m gpu -k cumulant \
-        -p no:cacheprovider tests > "$out/cumulant_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 5 "$out/cumulant_gpu_tests.log";;
+      gpu_tests cumulant_gpu_tests 300 5 -k cumulant tests;;
     bench)
       timeout 240 python3 -m thelma_py.tools.bench --lattice D3Q27 --collision bgk,cumulant \
         --precision float32,float64 --streaming pull,aa --sizes 256 --cases periodic,cavity \

@@ -18,9 +18,7 @@ for part in "${parts[@]}"; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      THELMA_REQUIRE_GPU=1 timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_gpu_lwacm_curved.py > "$out/curved_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 5 "$out/curved_gpu_tests.log";;
+      gpu_tests curved_gpu_tests 90 5 tests/test_gpu_lwacm_curved.py;;
     st)
       timeout 160 python3 benchmarks/curved_st.py --n 20 40 --budget 130 \
         --out "$out/st_curved.json"

@@ -18,9 +18,7 @@ for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      THELMA_REQUIRE_GPU=1 timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_lwacm_les.py > "$out/fusedles_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 6 "$out/fusedles_gpu_tests.log";;
+      gpu_tests fusedles_gpu_tests 200 6 tests/test_lwacm_les.py;;
     speed)
       timeout 300 python3 benchmarks/lwacm_les_speed.py --json "$out/fusedles_speed.json" \
         2>&1 | tee "$out/fusedles_speed.log";;

@@ -13,9 +13,7 @@ for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)  # GPU ≡ NumPy for every 16-bit variant (36 cases, 1-2 min: kernel compilation)
-      THELMA_REQUIRE_GPU=1 timeout 180 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_store16.py > "$out/half_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 15 "$out/half_gpu_tests.log";;
+      gpu_tests half_gpu_tests 180 15 tests/test_store16.py;;
     bench)  # D3Q19 BGK 256^3, pull and AA, periodic and closed box with lid, each store in the
       # same run; then the largest cube of each store (AA, sized for 80 GB) run for real
       timeout 270 python3 -m thelma_py.tools.bench --collision bgk --precision float32 \

@@ -18,11 +18,8 @@ for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      THELMA_REQUIRE_GPU=1 timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_lwacm_store16.py tests/test_store16.py \
-        -k "records or (gpu_16bit_equals and aa)" \
-        > "$out/half2_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 8 "$out/half2_gpu_tests.log";;
+      gpu_tests half2_gpu_tests 150 8 tests/test_lwacm_store16.py tests/test_store16.py \
+        -k "records or (gpu_16bit_equals and aa)";;
     fused)
       timeout 150 python3 -m thelma_py.tools.bench --compute lwacm-fused --precision float32 \
         --sizes 256 --cases periodic,cavity --store fp32,fp16s,fp16c \

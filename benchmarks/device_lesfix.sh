@@ -39,9 +39,7 @@ for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      THELMA_REQUIRE_GPU=1 timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_lwacm_les.py > "$out/lesfix_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 6 "$out/lesfix_gpu_tests.log";;
+      gpu_tests lesfix_gpu_tests 200 6 tests/test_lwacm_les.py;;
     tgv)
       timeout 240 python3 -m thelma_py.tools.flows tgv --sizes 64 --out "$out" --tag _lesfix \
         --schemes lwacm-fused-les-absolute,lwacm-fused-les,lwacm-fused,lwacm-fused-shifted,lwacm-les \

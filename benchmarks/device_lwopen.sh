@@ -17,9 +17,7 @@ for part in "${parts[@]}"; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      THELMA_REQUIRE_GPU=1 timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -k "not D3Q27" \
-        tests/test_gpu_lwacm_open.py > "$out/lwopen_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 5 "$out/lwopen_gpu_tests.log";;
+      gpu_tests lwopen_gpu_tests 150 5 -k "not D3Q27" tests/test_gpu_lwacm_open.py;;
     bench)
       timeout 120 python3 -m thelma_py.tools.bench --compute lbm,lwacm-fused --lattice D3Q19 \
         --collision bgk --streaming pull,aa --precision float32 --sizes 256 \

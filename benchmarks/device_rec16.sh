@@ -17,9 +17,7 @@ for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      THELMA_REQUIRE_GPU=1 timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_lwacm_rec16.py > "$out/rec16_gpu_tests.log" 2>&1
-      echo "gpu tests status $?"; tail -n 8 "$out/rec16_gpu_tests.log";;
+      gpu_tests rec16_gpu_tests 100 8 tests/test_lwacm_rec16.py;;
     fused)
       timeout 150 python3 -m thelma_py.tools.bench --compute lwacm-fused --precision float32 \
         --sizes 256 --cases periodic,cavity --store fp32,fp16s,fp16c \

@@ -85,13 +85,9 @@ for part in "$@"; do
           "$out/ncu_$1.txt" | head -12
       done;;
     outtests)  # GPU tests of the output path (host copies, VTK, run management)
-      THELMA_REQUIRE_GPU=1 timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_gpu_run_management.py tests/test_vtk.py > "$out/gpu_tests_output.log" 2>&1
-      echo "output gpu tests status $?"; tail -n 5 "$out/gpu_tests_output.log";;
+      gpu_tests gpu_tests_output 200 5 tests/test_gpu_run_management.py tests/test_vtk.py;;
     lwtests)  # GPU tests of the LW-ACM engines only (CUDA against NumPy)
-      THELMA_REQUIRE_GPU=1 timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider \
-        tests/test_gpu_lwacm.py > "$out/gpu_tests_lwacm.log" 2>&1
-      echo "lwacm gpu tests status $?"; tail -n 15 "$out/gpu_tests_lwacm.log";;
+      gpu_tests gpu_tests_lwacm 300 15 tests/test_gpu_lwacm.py;;
     chunks)  # single-step LW-ACM: block rows and planes per marching block (256^3)
       timeout 200 python3 benchmarks/fused_tuning.py --size 256 --cases cavity,periodic \
         --rows 4,8,12 --chunks 4,8,16,32 --out "$out/fused_tuning.json";;

@@ -8,3 +8,14 @@ out=${out:-${OUT:-./out}}; mkdir -p "$out"
 python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
   || python3 -m pip install --no-build-isolation --no-deps -e .
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+
+# gpu_tests LOG SECONDS LINES PYTEST_ARGS...: the GPU tests named by PYTEST_ARGS (a GPU
+# required, at most SECONDS) into $out/LOG.log, then their exit status and the log's last LINES
+# lines. Usage: gpu_tests curved_gpu_tests 90 5 tests/test_gpu_lwacm_curved.py
+gpu_tests() {
+  local log=$1 seconds=$2 lines=$3
+  shift 3
+  THELMA_REQUIRE_GPU=1 timeout "$seconds" python3 -m pytest -q -m gpu -p no:cacheprovider "$@" \
+    > "$out/$log.log" 2>&1
+  echo "gpu tests status $? ($log)"; tail -n "$lines" "$out/$log.log"
+}

@@ -32,8 +32,7 @@ variants="quadratic-0.5 quadratic-0.2 quadratic-0.1 quadratic-0.05"
       timeout 60 python3 benchmarks/curved_variants.py --n 40 --seconds 45 --compute lwacm \
         --variants shipped --out "$out/st_final_two_step.json"
       echo "two-step status $?"
-      timeout 150 python3 -m pytest -q -m gpu tests/test_gpu_lwacm_curved.py
-      echo "gpu tests status $?" ;;
+      gpu_tests stvar_gpu_tests 150 3 tests/test_gpu_lwacm_curved.py;;
   esac
 } 2>&1 | tee -a "$out/device_stvar.log"
 echo "=== all done in $((SECONDS - start)) s" | tee -a "$out/device_stvar.log"

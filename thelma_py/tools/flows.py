@@ -107,24 +107,27 @@ LWACM_SPEED_RATIO = 0.5
 keep u0 ≤ ½ c_a, i.e. u0 = L / 3200 at Re 1600 (u0/c_a = √(u0 Re / 2L))."""
 
 
-def tgv_velocity(compute: str, n: int, reynolds: float = 1600.0) -> float:
+def tgv_velocity(compute: str, n: int, reynolds: float = 1600.0,
+                 speed_ratio: float = LWACM_SPEED_RATIO) -> float:
     """u0 of the vortex on n³ nodes: 0.05 for LBM; for LW-ACM the largest u0 with
-    u0/c_a ≤ 0.5 (below which the scheme is stable and nearly incompressible), capped at 0.05."""
+    u0/c_a ≤ ``speed_ratio`` (below ½ the scheme is stable and nearly incompressible), capped
+    at 0.05."""
     if not compute.startswith("lwacm"):
         return TGV_U0
     length = n / (2 * math.pi)
-    return min(TGV_U0, 2.0 * LWACM_SPEED_RATIO**2 * length / reynolds)
+    return min(TGV_U0, 2.0 * speed_ratio**2 * length / reynolds)
 
 
 def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0,
-            samples: int = 200, precision: str = "float32", device: str = "auto") -> dict:
+            samples: int = 200, precision: str = "float32", device: str = "auto",
+            speed_ratio: float = LWACM_SPEED_RATIO) -> dict:
     """The Re = 1600 vortex on n³ nodes to t* = ``t_end`` (L = n / 2π, V0 = u0, by default
     :func:`tgv_velocity`); E_k and
     enstrophy at ``samples`` times in the reference's units, −dE/dt from them, the peak's
     error against the spectral DNS and the t* where the run diverged (E_k not finite or
     above twice its start), or None."""
     lattice, name, params = TGV_SCHEMES[scheme]
-    u0 = tgv_velocity(name, n) if u0 is None else u0
+    u0 = tgv_velocity(name, n, speed_ratio=speed_ratio) if u0 is None else u0
     length = n / (2 * math.pi)
     nu = u0 * length / 1600.0
     size = (n, n, n)
@@ -159,6 +162,7 @@ def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0
     peak = float(rate[peak_at]) if peak_at is not None else math.nan
     return {"scheme": scheme, "lattice": lattice, "compute": name,
             "params": json.loads(json.dumps(params)), "n": n, "u0": u0, "nu": nu,
+            "speed_ratio": u0 / math.sqrt(2 * nu) if name.startswith("lwacm") else None,
             "precision": precision, "reynolds": 1600.0, "steps": solver.time_step,
             "mlups": solver.mlups, "wall_seconds": time.perf_counter() - start,
             "diverged_at": diverged, **series, "minus_dEk_dt": [float(r) for r in rate],
@@ -345,6 +349,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="64,128,256", help="tgv: n per side")
     parser.add_argument("--schemes", default=None, help="comma-separated scheme names")
     parser.add_argument("--t-end", type=float, default=20.0, help="tgv: end time t*")
+    parser.add_argument("--speed-ratio", type=float, default=LWACM_SPEED_RATIO,
+                        help="tgv: LW-ACM's u0 / c_a (c_a = √(2ν), its sound speed)")
     parser.add_argument("--h", type=int, default=32, help="channel: half-height in nodes")
     parser.add_argument("--u-tau", type=float, default=0.005,
                         help="channel: input friction velocity (lattice; u_c ~ 18.3 u_tau)")
@@ -372,7 +378,8 @@ def main(argv: list[str] | None = None) -> None:
         for n in (int(v) for v in args.sizes.split(",")):
             for scheme in (args.schemes or ",".join(TGV_BARS)).split(","):
                 try:
-                    r = tgv_run(scheme, n, t_end=args.t_end, **common)
+                    r = tgv_run(scheme, n, t_end=args.t_end, speed_ratio=args.speed_ratio,
+                                **common)
                 except Exception as error:  # noqa: BLE001 - record the failure, run the rest
                     r = {"scheme": scheme, "n": n, "error": f"{type(error).__name__}: {error}"}
                 runs.append(r)
@@ -419,9 +426,10 @@ def _tgv_line(r: dict) -> str:
         return f"tgv {r['scheme']:16s} n={r['n']:4d}: {r['error']}"
     status = (f"ran to t*={r['t'][-1]:.1f}" if r["diverged_at"] is None
               else f"DIVERGED at t*={r['diverged_at']:.2f}")
-    return (f"tgv {r['scheme']:16s} n={r['n']:4d}: {status}, peak -dE/dt {r['peak']:.5f} at "
-            f"t*={r['peak_time']:.2f} ({r['peak_error']:+.1%} vs DNS), {r['mlups']:.0f} MLUPS, "
-            f"{r['wall_seconds']:.0f} s")
+    ratio = f" u0/c_a={r['speed_ratio']:.2f}" if r.get("speed_ratio") else ""
+    return (f"tgv {r['scheme']:16s} n={r['n']:4d} {r['precision']}{ratio}: {status}, "
+            f"peak -dE/dt {r['peak']:.5f} at t*={r['peak_time']:.2f} "
+            f"({r['peak_error']:+.1%} vs DNS), {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s")
 
 
 def _channel_line(r: dict) -> str:

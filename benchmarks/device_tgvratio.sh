@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Taylor-Green Re 1600 with LW-ACM + LES at a smaller u0/c_a (issue #17, session 11): is the
+# two schemes' peak-dissipation gap (−10 to −17 % at u0/c_a = ½) the artificial
+# compressibility of LW-ACM (c_a = √(2ν); the 2D vortex's error is 0.37 (u0/c_a)²)?
+#   bash benchmarks/device_tgvratio.sh first     # ~5 min
+#   bash benchmarks/device_tgvratio.sh two256    # ~7 min: the two-step scheme at 256³, fp64
+# first: the single step (fp32, records of ρ − 1) at 64³, 128³, 256³ with u0/c_a = 0.25 and
+# at 128³, 256³ with 0.35; the two-step scheme in fp64 (fp32 f* cannot hold the per-step
+# change at these ν: a 32³ CPU run gains energy) at 64³, 128³ with 0.25 and 128³ with 0.35.
+# Results in $OUT: flows_tgv_<part>*.json and device_tgvratio.log; tables and figure on a CPU
+# with python benchmarks/flows_plot.py.
+. "$(dirname "$0")/device_setup.sh"
+flows="python3 -m thelma_py.tools.flows tgv --device cuda --out $out"
+start=$SECONDS
+for part in "$@"; do
+  echo "=== $part $(date +%T)"
+  case $part in
+    first)
+      timeout 200 $flows --schemes lwacm-fused-les --sizes 64,128,256 --speed-ratio 0.25 \
+        --tag _fused025
+      timeout 100 $flows --schemes lwacm-fused-les --sizes 128,256 --speed-ratio 0.35 \
+        --tag _fused035
+      timeout 200 $flows --schemes lwacm-les --sizes 64,128 --speed-ratio 0.25 \
+        --precision float64 --tag _two025
+      timeout 100 $flows --schemes lwacm-les --sizes 128 --speed-ratio 0.35 \
+        --precision float64 --tag _two035;;
+    two256)
+      timeout 540 $flows --schemes lwacm-les --sizes 256 --speed-ratio 0.3 \
+        --precision float64 --tag _two256;;
+    *) echo "unknown part $part (first, two256)";;
+  esac
+done 2>&1 | tee -a "$out/device_tgvratio.log"
+echo "=== all done in $((SECONDS - start)) s" | tee -a "$out/device_tgvratio.log"

@@ -4,6 +4,7 @@
 # compressibility of LW-ACM (c_a = √(2ν); the 2D vortex's error is 0.37 (u0/c_a)²)?
 #   bash benchmarks/device_tgvratio.sh first     # ~5 min
 #   bash benchmarks/device_tgvratio.sh two256    # ~7 min: the two-step scheme at 256³, fp64
+#   bash benchmarks/device_tgvratio.sh cs        # ~6 min: C_s = 0.2, 0.25 (u0/c_a = ½), no LES
 # first: the single step (fp32, records of ρ − 1) at 64³, 128³, 256³ with u0/c_a = 0.25 and
 # at 128³, 256³ with 0.35; the two-step scheme in fp64 (fp32 f* cannot hold the per-step
 # change at these ν: a 32³ CPU run gains energy) at 64³, 128³ with 0.25 and 128³ with 0.35.
@@ -27,7 +28,16 @@ for part in "$@"; do
     two256)
       timeout 540 $flows --schemes lwacm-les --sizes 256 --speed-ratio 0.3 \
         --precision float64 --tag _two256;;
-    *) echo "unknown part $part (first, two256)";;
+    cs)  # LW-ACM's viscous term is the FTCS Laplacian (under-dissipates high k): does a
+         # larger C_s make up for it? And the single step without LES at 0.35.
+      for cs in 0.2 0.25; do
+        timeout 100 $flows --schemes lwacm-fused-les --sizes 64,128,256 --c-s $cs \
+          --tag _fused_cs$cs
+        timeout 150 $flows --schemes lwacm-les --sizes 128,256 --c-s $cs --tag _two_cs$cs
+      done
+      timeout 100 $flows --schemes lwacm-fused-shifted --sizes 128,256 --speed-ratio 0.35 \
+        --tag _plain035;;
+    *) echo "unknown part $part (first, two256, cs)";;
   esac
 done 2>&1 | tee -a "$out/device_tgvratio.log"
 echo "=== all done in $((SECONDS - start)) s" | tee -a "$out/device_tgvratio.log"

@@ -120,13 +120,16 @@ def tgv_velocity(compute: str, n: int, reynolds: float = 1600.0,
 
 def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0,
             samples: int = 200, precision: str = "float32", device: str = "auto",
-            speed_ratio: float = LWACM_SPEED_RATIO) -> dict:
+            speed_ratio: float = LWACM_SPEED_RATIO, c_s: float | None = None) -> dict:
     """The Re = 1600 vortex on n³ nodes to t* = ``t_end`` (L = n / 2π, V0 = u0, by default
     :func:`tgv_velocity`); E_k and
     enstrophy at ``samples`` times in the reference's units, −dE/dt from them, the peak's
     error against the spectral DNS and the t* where the run diverged (E_k not finite or
-    above twice its start), or None."""
+    above twice its start), or None. ``c_s`` replaces the Smagorinsky constant of a scheme
+    with LES."""
     lattice, name, params = TGV_SCHEMES[scheme]
+    if c_s is not None and "les" in params:
+        params = {**params, "les": {**params["les"], "c_s": c_s}}
     u0 = tgv_velocity(name, n, speed_ratio=speed_ratio) if u0 is None else u0
     length = n / (2 * math.pi)
     nu = u0 * length / 1600.0
@@ -351,6 +354,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--t-end", type=float, default=20.0, help="tgv: end time t*")
     parser.add_argument("--speed-ratio", type=float, default=LWACM_SPEED_RATIO,
                         help="tgv: LW-ACM's u0 / c_a (c_a = √(2ν), its sound speed)")
+    parser.add_argument("--c-s", type=float, default=None,
+                        help="tgv: the Smagorinsky constant of the schemes with LES")
     parser.add_argument("--h", type=int, default=32, help="channel: half-height in nodes")
     parser.add_argument("--u-tau", type=float, default=0.005,
                         help="channel: input friction velocity (lattice; u_c ~ 18.3 u_tau)")
@@ -379,7 +384,7 @@ def main(argv: list[str] | None = None) -> None:
             for scheme in (args.schemes or ",".join(TGV_BARS)).split(","):
                 try:
                     r = tgv_run(scheme, n, t_end=args.t_end, speed_ratio=args.speed_ratio,
-                                **common)
+                                c_s=args.c_s, **common)
                 except Exception as error:  # noqa: BLE001 - record the failure, run the rest
                     r = {"scheme": scheme, "n": n, "error": f"{type(error).__name__}: {error}"}
                 runs.append(r)
@@ -427,6 +432,8 @@ def _tgv_line(r: dict) -> str:
     status = (f"ran to t*={r['t'][-1]:.1f}" if r["diverged_at"] is None
               else f"DIVERGED at t*={r['diverged_at']:.2f}")
     ratio = f" u0/c_a={r['speed_ratio']:.2f}" if r.get("speed_ratio") else ""
+    if "les" in r["params"]:
+        ratio += f" C_s={r['params']['les']['c_s']:g}"
     return (f"tgv {r['scheme']:16s} n={r['n']:4d} {r['precision']}{ratio}: {status}, "
             f"peak -dE/dt {r['peak']:.5f} at t*={r['peak_time']:.2f} "
             f"({r['peak_error']:+.1%} vs DNS), {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s")

@@ -5,6 +5,7 @@
 #   bash benchmarks/device_tgvratio.sh first     # ~5 min
 #   bash benchmarks/device_tgvratio.sh two256    # ~7 min: the two-step scheme at 256³, fp64
 #   bash benchmarks/device_tgvratio.sh cs        # ~6 min: C_s = 0.2, 0.25 (u0/c_a = ½), no LES
+#   bash benchmarks/device_tgvratio.sh fine      # ~8 min: single step 512³, two-step 384³
 # first: the single step (fp32, records of ρ − 1) at 64³, 128³, 256³ with u0/c_a = 0.25 and
 # at 128³, 256³ with 0.35; the two-step scheme in fp64 (fp32 f* cannot hold the per-step
 # change at these ν: a 32³ CPU run gains energy) at 64³, 128³ with 0.25 and 128³ with 0.35.
@@ -37,7 +38,10 @@ for part in "$@"; do
       done
       timeout 100 $flows --schemes lwacm-fused-shifted --sizes 128,256 --speed-ratio 0.35 \
         --tag _plain035;;
-    *) echo "unknown part $part (first, two256, cs)";;
+    fine)  # the gap at 256³ is the second-order viscous term: it should shrink with n
+      timeout 290 $flows --schemes lwacm-fused-les --sizes 512 --tag _fused512
+      timeout 290 $flows --schemes lwacm-les --sizes 384 --tag _two384;;
+    *) echo "unknown part $part (first, two256, cs, fine)";;
   esac
 done 2>&1 | tee -a "$out/device_tgvratio.log"
 echo "=== all done in $((SECONDS - start)) s" | tee -a "$out/device_tgvratio.log"

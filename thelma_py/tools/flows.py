@@ -24,7 +24,7 @@ import numpy as np
 import thelma_py as tp
 from thelma_py.cases import channel, sphere_wake
 from thelma_py.cases.reference import load_tgv_reference
-from thelma_py.modules.results.derived import enstrophy, kinetic_energy
+from thelma_py.modules.results.derived import derivative, enstrophy, kinetic_energy
 from thelma_py.tools.validation import dissipation_rate
 
 SMAGORINSKY = {"name": "smagorinsky", "c_s": 0.16}
@@ -140,7 +140,7 @@ def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0
                         device=device, precision=precision, check_every=0)
     total = int(round(t_end * length / u0))
     stride = max(1, total // samples)
-    series = {"t": [], "E_k": [], "enstrophy": []}
+    series = {"t": [], "E_k": [], "enstrophy": [], "dilatation": []}
     diverged = None
     start = time.perf_counter()
     while True:
@@ -153,6 +153,7 @@ def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0
         series["t"].append(t)
         series["E_k"].append(energy)
         series["enstrophy"].append(enstrophy(u, (True, True, True)) * (length / u0) ** 2)
+        series["dilatation"].append(dilatation(u) * (length / u0) ** 2)
         if solver.time_step >= total:
             break
         solver.run(min(stride, total - solver.time_step))
@@ -172,6 +173,13 @@ def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0
             "peak": peak, "peak_time": float(series["t"][peak_at])
             if peak_at is not None else math.nan,
             "peak_error": peak / ref_peak - 1, "reference_peak": ref_peak}
+
+
+def dilatation(u) -> float:
+    """Volume mean of (∇·u)²/2 on a periodic box (central differences): beside the enstrophy
+    (the mean of |ω|²/2) it measures how far a flow is from incompressible."""
+    div = sum(derivative(u[a], a, True) for a in range(u.shape[0]))
+    return float(0.5 * (div**2).mean())
 
 
 def tgv_energy_error(run: dict) -> float:

@@ -336,3 +336,31 @@ def test_gpu_tgv_les_schemes_do_not_diverge_at_64(scheme):
         pytest.skip(MISSING)
     run = flows.tgv_run(scheme, 64, device="cuda")
     assert run["diverged_at"] is None and run["t"][-1] == pytest.approx(20.0, abs=0.01)
+
+
+def test_dilatation_is_zero_for_the_vortex_and_known_for_a_compression_wave():
+    """Brachet's vortex is divergence-free, also in central differences; u = (sin x, 0, 0)
+    with x = 2πi/n has the central difference ∇·u = cos x · sin h per node (h = 2π/n), so the
+    mean of (∇·u)²/2 is ¼ sin² h."""
+    n = 16
+    x = np.arange(n) * 2 * math.pi / n
+    z, y, xx = np.meshgrid(x, x, x, indexing="ij")
+    vortex = np.stack([np.sin(xx) * np.cos(y) * np.cos(z), -np.cos(xx) * np.sin(y) * np.cos(z),
+                       0 * xx])
+    assert flows.dilatation(vortex) < 1e-30
+    wave = np.stack([np.sin(xx), 0 * xx, 0 * xx])
+    assert flows.dilatation(wave) == pytest.approx(0.25 * math.sin(2 * math.pi / n) ** 2,
+                                                   rel=1e-12)
+
+
+def test_tgv_run_takes_the_speed_ratio_and_the_smagorinsky_constant():
+    """--speed-ratio sets LW-ACM's u0 from u0/c_a = √(u0 Re / 2L) and the run records it;
+    --c-s replaces the scheme's C_s; the dilatation is sampled with the enstrophy."""
+    run = flows.tgv_run("lwacm-fused-les", 8, t_end=0.02, speed_ratio=0.3, c_s=0.2,
+                        device="cpu")
+    assert run["speed_ratio"] == pytest.approx(0.3)
+    assert run["u0"] == pytest.approx(2 * 0.3**2 * (8 / (2 * math.pi)) / 1600)
+    assert run["params"]["les"]["c_s"] == 0.2
+    assert flows.TGV_SCHEMES["lwacm-fused-les"][2]["les"]["c_s"] == 0.16  # table unchanged
+    assert len(run["dilatation"]) == len(run["t"]) > 1
+    assert run["dilatation"][0] < 1e-10 < max(run["dilatation"])

@@ -8,6 +8,7 @@
 #   bash benchmarks/device_tgvratio.sh fine      # ~8 min: single step 512³, two-step 384³
 #   bash benchmarks/device_tgvratio.sh dil       # ~4 min: the dilatation to t* = 10
 #   bash benchmarks/device_tgvratio.sh fine025   # ~4 min: single step 384³ at 0.25 to t* = 10
+#   bash benchmarks/device_tgvratio.sh work      # ~3 min: 256³ with the pressure work p div u
 # first: the single step (fp32, records of ρ − 1) at 64³, 128³, 256³ with u0/c_a = 0.25 and
 # at 128³, 256³ with 0.35; the two-step scheme in fp64 (fp32 f* cannot hold the per-step
 # change at these ν: a 32³ CPU run gains energy) at 64³, 128³ with 0.25 and 128³ with 0.35.
@@ -52,7 +53,12 @@ for part in "$@"; do
     fine025)  # does the gap at 384³ depend on u0/c_a?
       timeout 300 $flows --schemes lwacm-fused-les --sizes 384 --t-end 10 --speed-ratio 0.25 \
         --tag _dil384_025;;
-    *) echo "unknown part $part (first, two256, cs, fine, dil, fine025)";;
+    work)  # does pressure work account for the excess dissipation around t* = 5?
+      timeout 40 $flows --schemes lbm-bgk-les --sizes 256 --t-end 10 --tag _work_lbm
+      timeout 60 $flows --schemes lwacm-fused-les --sizes 256 --t-end 10 --tag _work050
+      timeout 100 $flows --schemes lwacm-fused-les --sizes 256 --t-end 10 --speed-ratio 0.25 \
+        --tag _work025;;
+    *) echo "unknown part $part (first, two256, cs, fine, dil, fine025, work)";;
   esac
 done 2>&1 | tee -a "$out/device_tgvratio.log"
 echo "=== all done in $((SECONDS - start)) s" | tee -a "$out/device_tgvratio.log"

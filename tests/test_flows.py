@@ -338,7 +338,7 @@ def test_gpu_tgv_les_schemes_do_not_diverge_at_64(scheme):
     assert run["diverged_at"] is None and run["t"][-1] == pytest.approx(20.0, abs=0.01)
 
 
-def test_dilatation_is_zero_for_the_vortex_and_known_for_a_compression_wave():
+def test_dilatation_and_pressure_work_of_known_fields():
     """Brachet's vortex is divergence-free, also in central differences; u = (sin x, 0, 0)
     with x = 2πi/n has the central difference ∇·u = cos x · sin h per node (h = 2π/n), so the
     mean of (∇·u)²/2 is ¼ sin² h."""
@@ -351,6 +351,9 @@ def test_dilatation_is_zero_for_the_vortex_and_known_for_a_compression_wave():
     wave = np.stack([np.sin(xx), 0 * xx, 0 * xx])
     assert flows.dilatation(wave) == pytest.approx(0.25 * math.sin(2 * math.pi / n) ** 2,
                                                    rel=1e-12)
+    # p = (ρ − 1)/3 = cos x in phase with ∇·u = cos x sin h: the mean of p ∇·u is ½ sin h
+    assert flows.pressure_work(1 + 3 * np.cos(xx), wave) == pytest.approx(
+        0.5 * math.sin(2 * math.pi / n), rel=1e-12)
 
 
 def test_tgv_run_takes_the_speed_ratio_and_the_smagorinsky_constant():
@@ -362,5 +365,5 @@ def test_tgv_run_takes_the_speed_ratio_and_the_smagorinsky_constant():
     assert run["u0"] == pytest.approx(2 * 0.3**2 * (8 / (2 * math.pi)) / 1600)
     assert run["params"]["les"]["c_s"] == 0.2
     assert flows.TGV_SCHEMES["lwacm-fused-les"][2]["les"]["c_s"] == 0.16  # table unchanged
-    assert len(run["dilatation"]) == len(run["t"]) > 1
+    assert len(run["dilatation"]) == len(run["pressure_work"]) == len(run["t"]) > 1
     assert run["dilatation"][0] < 1e-10 < max(run["dilatation"])

@@ -3,7 +3,7 @@
 # two schemes' peak-dissipation gap (−10 to −17 % at u0/c_a = ½) the artificial
 # compressibility of LW-ACM (c_a = √(2ν); the 2D vortex's error is 0.37 (u0/c_a)²)?
 #   bash benchmarks/device_tgvratio.sh first     # ~5 min
-#   bash benchmarks/device_tgvratio.sh two256    # ~7 min: the two-step scheme at 256³, fp64
+#   bash benchmarks/device_tgvratio.sh two256    # ~7 min: two-step scheme, 256³, fp64 (not run)
 #   bash benchmarks/device_tgvratio.sh cs        # ~6 min: C_s = 0.2, 0.25 (u0/c_a = ½), no LES
 #   bash benchmarks/device_tgvratio.sh fine      # ~8 min: single step 512³, two-step 384³
 #   bash benchmarks/device_tgvratio.sh dil       # ~4 min: the dilatation to t* = 10
@@ -13,7 +13,7 @@
 # at 128³, 256³ with 0.35; the two-step scheme in fp64 (fp32 f* cannot hold the per-step
 # change at these ν: a 32³ CPU run gains energy) at 64³, 128³ with 0.25 and 128³ with 0.35.
 # Results in $OUT: flows_tgv_<part>*.json and device_tgvratio.log; tables and figure on a CPU
-# with python benchmarks/flows_plot.py.
+# with python benchmarks/flows_plot.py. What the session-11 runs found: docs/validation/flows.md.
 . "$(dirname "$0")/device_setup.sh"
 flows="python3 -m thelma_py.tools.flows tgv --device cuda --out $out"
 start=$SECONDS
@@ -41,7 +41,7 @@ for part in "$@"; do
       done
       timeout 100 $flows --schemes lwacm-fused-shifted --sizes 128,256 --speed-ratio 0.35 \
         --tag _plain035;;
-    fine)  # the gap at 256³ is the second-order viscous term: it should shrink with n
+    fine)  # were the gap at 256³ a resolution error, it would shrink with n (it grew)
       timeout 290 $flows --schemes lwacm-fused-les --sizes 512 --tag _fused512
       timeout 290 $flows --schemes lwacm-les --sizes 384 --tag _two384;;
     dil)  # how compressible each run is (the runs record mean (div u)^2/2 beside enstrophy)

@@ -185,12 +185,14 @@ def test_moving_tiles_default_where_they_run():
 
 @needs_gxx
 def test_block_defaults_and_narrow_boxes(host_gpu):
-    """256 threads for dense fp32 pull, 128 elsewhere; a box narrower than the block launches
-    whole warps over its width only (the kernel's bound stays)."""
+    """256 threads for dense fp32 pull and AA, 128 elsewhere; a box narrower than the block
+    launches whole warps over its width only (the kernel's bound stays)."""
     assert Lbm(nu=0.04).tuning(np.float32)["block"] == 256
     assert Lbm(nu=0.04).tuning(np.float64)["block"] == 128
     assert Lbm(nu=0.04, store="fp16s").tuning(np.float32)["block"] == 128
-    assert Lbm(nu=0.04, streaming="aa").tuning(np.float32)["block"] == 128
+    assert Lbm(nu=0.04, streaming="aa").tuning(np.float32)["block"] == 256
+    assert Lbm(nu=0.04, streaming="aa", store="fp16s").tuning(np.float32)["block"] == 128
+    assert Lbm(nu=0.04, streaming="push").tuning(np.float32)["block"] == 128
     lattice, tags = _tags("walled")  # nx = 37
     engine = Lbm(nu=0.04).create(lattice, tags, host_gpu, np.dtype(np.float32))
     assert engine.block == 64 and "__launch_bounds__(256)" in engine.source

@@ -93,13 +93,14 @@ class Lbm(RelaxationTime):
     default). Results do not depend on them."""
 
     def tuning(self, dtype=None) -> dict:
-        """``cuda_options`` with the defaults filled in: ``block`` 256 for dense fp32 pull
-        (``dtype`` float32, fp32 storage), else 128; ``moving_tiles`` on where it runs (dense
+        """``cuda_options`` with the defaults filled in: ``block`` 256 for dense fp32 pull and
+        AA (``dtype`` float32, fp32 storage), else 128; ``moving_tiles`` on where it runs (dense
         storage with direct propagation)."""
         options = {**CUDA_OPTIONS, **self.cuda_options}
         if options["block"] is None:
-            wide = (self.storage == "dense" and self.streaming == "pull" and self.store == "fp32"
-                    and dtype is not None and np.dtype(dtype) == np.float32)
+            wide = (self.storage == "dense" and self.streaming in ("pull", "aa")
+                    and self.store == "fp32" and dtype is not None
+                    and np.dtype(dtype) == np.float32)
             options["block"] = 256 if wide else 128
         if options["moving_tiles"] is None:
             options["moving_tiles"] = (self.storage == "dense"

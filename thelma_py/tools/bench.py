@@ -359,7 +359,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"domains to sweep: {','.join(CASES)}")
     parser.add_argument("--block-sizes", type=_ints, default=[None],
                         help="LBM thread-block sizes along x to sweep, e.g. 32,64,128,256 "
-                             "(default: the plug-in's, 256 for dense fp32 pull, else 128)")
+                             "(default: the plug-in's, 256 for dense fp32 pull and AA, else 128)")
     parser.add_argument("--min-blocks", type=_ints, default=[0],
                         help="minimum blocks per SM for __launch_bounds__ (0: compiler)")
     parser.add_argument("--streaming-stores", type=_ints, default=[0],

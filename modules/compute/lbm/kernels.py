@@ -38,8 +38,8 @@ SCHEMES = ("pull", "push", "aa")
 CUDA_OPTIONS = {"block": None, "min_blocks": 0, "streaming_stores": False,
                 "propagation": "direct", "wall_launch": "fused", "moving_tiles": None,
                 "wall_reads": None}
-"""Defaults of ``Lbm.cuda_options``; ``block`` None: 256 for dense fp32 pull, else 128
-(measured, NOTES runs 9 and 40); ``moving_tiles`` None: on where it runs (dense storage,
+"""Defaults of ``Lbm.cuda_options``; ``block`` None: 256 for dense fp32 pull and AA, else 128
+(measured, NOTES runs 9, 40 and 42); ``moving_tiles`` None: on where it runs (dense storage,
 direct propagation), as measured faster there (benchmarks/NOTES.md, run 23); ``wall_reads``
 None: by measurement, ``Lbm.wall_reads`` (runs 37–38)."""
 MOVING_TILE = 2

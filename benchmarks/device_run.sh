@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: install, then the named parts in order. On the device machine (repo root):
 #   bash benchmarks/device_run.sh tests bench sweep lwacm largest porous output tgv ncu
-# Results land in $OUT (JSON and logs); set THELMA_COMMIT when the tree has no .git.
+# Results land in $OUT (JSON and logs); the commit they name: THELMA_COMMIT or .commit
+# (device_setup.sh), else the tree's git HEAD.
 # (vtk and matplotlib are not needed there: GPU tests, bench and the built-in VTK writer
 # import neither.)
 out=${OUT:-/tmp/thelma-out}

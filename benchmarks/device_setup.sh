@@ -1,10 +1,13 @@
 # Sourced first by every benchmarks/device_*.sh (`. "$(dirname "$0")/device_setup.sh"`):
 # strict pipelines, unbuffered Python, the output folder $out (a preset $out, else the device
-# machine's $OUT, else ./out), this tree installed into the device's Python (no dependencies:
-# CuPy and NumPy are there) and the GPU named with its clocks.
+# machine's $OUT, else ./out), THELMA_COMMIT, this tree installed into the device's Python
+# (no dependencies: CuPy and NumPy are there) and the GPU named with its clocks.
 set -o pipefail
 export PYTHONUNBUFFERED=1
 out=${out:-${OUT:-./out}}; mkdir -p "$out"
+# the commit this tree is a copy of, for the data files (the device's .git can be older): a
+# preset THELMA_COMMIT, else .commit (written before the call: git rev-parse --short HEAD)
+[ -n "${THELMA_COMMIT:-}" ] || [ ! -f .commit ] || export THELMA_COMMIT=$(cat .commit)
 python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
   || python3 -m pip install --no-build-isolation --no-deps -e .
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader

@@ -99,9 +99,19 @@ def kinetic_energy(u: np.ndarray, mask: np.ndarray | None = None) -> float:
 def enstrophy(u: np.ndarray, periodic: Sequence[bool] | None = None,
               mask: np.ndarray | None = None) -> float:
     """Volume mean of |ω|²/2 (the convention of the TGV reference data)."""
-    w = vorticity(u, periodic)
-    w2 = w**2 if w.ndim == u.ndim - 1 else (w**2).sum(axis=0)
+    return enstrophy_from_gradient(velocity_gradient(u, periodic), mask)
+
+
+def enstrophy_from_gradient(g: np.ndarray, mask: np.ndarray | None = None) -> float:
+    """Volume mean of |ω|²/2 from G[a, b] = ∂u_a/∂x_b."""
+    w = vorticity_from_gradient(g)
+    w2 = w**2 if w.ndim == g.ndim - 2 else (w**2).sum(axis=0)
     return float(0.5 * (w2.mean() if mask is None else w2[mask].mean()))
+
+
+def divergence_from_gradient(g: np.ndarray) -> np.ndarray:
+    """∇·u, the trace of G[a, b] = ∂u_a/∂x_b."""
+    return sum(g[a, a] for a in range(g.shape[0]))
 
 
 DERIVED = {

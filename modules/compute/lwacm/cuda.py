@@ -213,6 +213,11 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
     records."""
 
     def __init__(self, params, lattice, tags, backend, dtype):
+        plane = int(np.prod(tags.tags.shape[1:])) if lattice.d == 3 else tags.tags.shape[-1]
+        if plane >= 2**32:
+            raise ValueError(f"a plane of {plane} nodes is too large for the single-step "
+                             "kernel (its staging indexes a plane in 32 bits: fewer than 2^32 "
+                             "nodes); cut the domain across ranks or use another scheme")
         super().__init__(params, lattice, tags, backend, dtype)
         xp = self.cp
         self.store = params.store

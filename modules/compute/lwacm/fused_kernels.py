@@ -399,7 +399,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
     plane_y = "y0 + (k / SX) - HY" if three else "0"
-    fixed = "const int y = y0 + (int)threadIdx.y;" if three else "const int z = 0;"
+    fixed = "const int y = y0 + (int)threadIdx.y;" if three else "[[maybe_unused]] const int z = 0;"
     y_ok = "halo_index(gy, ny, periodic & 2)" if three else "true"
     m_periodic = "periodic & 4" if three else "periodic & 2"
     m_extent = "nz" if three else "ny"
@@ -421,31 +421,34 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     const int march_begin = march_first + blockIdx.{"z" if three else "y"} * chunk;
     const int march_end = min(march_begin + chunk, march_last);
     // where this thread stages from: in-plane offsets of its halo-tile cells, once per block
-    size_t from[STAGE_ROUNDS];
+    // (32 bits: the engine refuses planes of 2^32 nodes or more)
+    unsigned from[STAGE_ROUNDS];
     bool stored[STAGE_ROUNDS];
     for (int r = 0; r < STAGE_ROUNDS; ++r) {{
         const int k = STAGE_TID + r * STAGE_THREADS;
         int gx = x0 + (k % SX) - 1, gy = {plane_y};
         stored[r] = k < PLANE && halo_index(gx, nx, periodic & 1) && {y_ok};
-        from[r] = stored[r] ? gx + (size_t)nx * gy : 0;
+        from[r] = stored[r] ? (unsigned)gx + (unsigned)nx * (unsigned)gy : 0u;
     }}
-    // copies of plane gm (wrapped across a periodic face) into a ring slot, zeros where no
-    // node is stored, then one commit (also when there is nothing to copy: the groups count
-    // planes)
+    const size_t plane_stride = {plane_stride};
+    // copies of plane gm (wrapped across a periodic face) into the ring slot at slot_, zeros
+    // where no node is stored, then one commit (also when there is nothing to copy: the groups
+    // count planes)
     #define STAGE_PLANE(gm_, slot_) {{ \\
         int gm = (gm_); \\
         const bool plane_ok = halo_index(gm, {m_extent}, {m_periodic}); \\
+        const node_t* plane_src = src + plane_stride * gm; \\
         for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
             const int k = STAGE_TID + r * STAGE_THREADS; \\
             if (k < PLANE) {{ \\
                 const bool ok = plane_ok && stored[r]; \\
-                const node_t* at = src + (ok ? from[r] + {plane_stride} * gm : 0); \\
+                const node_t* at = ok ? plane_src + from[r] : src; \\
                 for (int part = 0; part < RECORD_PARTS; ++part) \\
-                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\
-                           (const char*)at + 16 * part, ok); }} }} \\
+                    copy16((char*)&(slot_)[k] + 16 * part, (const char*)at + 16 * part, ok); \\
+            }} }} \\
         copies_issued(); }}
     for (int p = 0; p < 4; ++p) {{
-        if (march_begin - 1 + p <= march_end) STAGE_PLANE(march_begin - 1 + p, p)
+        if (march_begin - 1 + p <= march_end) STAGE_PLANE(march_begin - 1 + p, ring + p * PLANE)
         else copies_issued();
     }}
     copies_landed_but_newest();
@@ -454,19 +457,26 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     const int c = (threadIdx.x + 1) + SX * ({"threadIdx.y + HY" if three else "0"});
     const int tiles_x = (nx + TILE - 1) / TILE;
     {fixed}
-    int below = 0;  // ring slot of plane {march} - 1
-    for (int {march} = march_begin; {march} < march_end; ++{march}) {{
-        const int ahead = below + 4 < RING ? below + 4 : below + 4 - RING;
-        if ({march} + 3 <= march_end) STAGE_PLANE({march} + 3, ahead)
+    const bool active = x < nx{" && y < row_last" if three else ""};  // (2D: y < ny in the march)
+    // the node, its tile flag and the ring slots advance by one plane per step (no index
+    // arithmetic in the march): planes {march} - 1, {march}, {march} + 1 are read, {march} + 2
+    // has landed, {march} + 3 is being staged
+    size_t n = x + (size_t)nx * ({"y + (size_t)ny * march_begin" if three else "march_begin"});
+    const unsigned char* flag_at = tile_flags + (x / TILE)
+        + (size_t)tiles_x * ({"y + (size_t)ny * march_begin" if three else "march_begin"});
+    const size_t flag_stride = (size_t)tiles_x{" * ny" if three else ""};
+    int slot_lo = 0, slot_mid = PLANE, slot_hi = 2 * PLANE;  // ring offsets of the slots
+    int slot_landed = 3 * PLANE, slot_ahead = 4 * PLANE;
+    int left = march_end - march_begin;  // planes left (a count: march_end is not kept)
+    for (int {march} = march_begin; left > 0;
+         ++{march}, --left, n += plane_stride, flag_at += flag_stride) {{
+        if (left >= 3) STAGE_PLANE({march} + 3, ring + slot_ahead)
         else copies_issued();
-        const node_t* __restrict__ lo = ring + below * PLANE;
-        const node_t* __restrict__ mid = ring + (below + 1 < RING ? below + 1 : 0) * PLANE;
-        const node_t* __restrict__ hi = ring + (below + 2 < RING ? below + 2 : below + 2 - RING)
-                                               * PLANE;
-        if (x < nx && {"y < row_last" if three else "y < ny"}) {{
-            const size_t n = x + (size_t)nx * (y + (size_t)ny * z);
-            const size_t row = y + (size_t)ny * z;
-            const unsigned char flag = tile_flags[(x / TILE) + (size_t)tiles_x * row];
+        const node_t* __restrict__ lo = ring + slot_lo;
+        const node_t* __restrict__ mid = ring + slot_mid;
+        const node_t* __restrict__ hi = ring + slot_hi;
+        if (active) {{
+            const unsigned char flag = *flag_at;
             if (!flag) {{
 {_update(lattice, force, "bulk", les, (), store, rounding, shifted)}
 {moving}            }} else {{
@@ -476,7 +486,12 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step
         __syncthreads();
-        below = below + 1 < RING ? below + 1 : 0;
+        const int freed = slot_lo;  // plane {march} - 1: the next step stages into it
+        slot_lo = slot_mid;
+        slot_mid = slot_hi;
+        slot_hi = slot_landed;
+        slot_landed = slot_ahead;
+        slot_ahead = freed;
     }}
     #undef STAGE_PLANE
 }}
@@ -506,7 +521,7 @@ def _side_ghosts(text: str, three: bool, march: str) -> str:
     (plane ``march`` + 2)."""
     column = ("gx < 0 || gx >= nx ? (gx >= nx) * (ny + 2) + gy + 1 : "
               "2 * (ny + 2) + (gy >= ny) * nx + gx" if three else "gx >= nx")
-    setup = f"""        from[r] = stored[r] ? gx + (size_t)nx * gy : 0;
+    setup = f"""        from[r] = stored[r] ? (unsigned)gx + (unsigned)nx * (unsigned)gy : 0u;
         flips[r] = 0;
         if (k < PLANE && !stored[r]) {{  // beyond a side face: a ghost column, or zeros
             gx = x0 + (k % SX) - 1;
@@ -517,25 +532,25 @@ def _side_ghosts(text: str, three: bool, march: str) -> str:
                 const int* side = side_columns + 3 * ({column});
                 if (side[0]) {{
                     stored[r] = true;
-                    from[r] = (gx + side[1]) + (size_t)nx * (gy + side[2]);
+                    from[r] = (unsigned)(gx + side[1]) + (unsigned)nx * (unsigned)(gy + side[2]);
                     flips[r] = (unsigned char)side[0];
                 }}
             }}
         }}"""
-    text = _swap(text, "        from[r] = stored[r] ? gx + (size_t)nx * gy : 0;", setup)
+    text = _swap(text, setup.split("\n", 1)[0], setup)
     text = _swap(text, "    bool stored[STAGE_ROUNDS];\n",
                  "    bool stored[STAGE_ROUNDS];\n    unsigned char flips[STAGE_ROUNDS];"
                  "  // side ghosts: axes to negate\n")
     flip = ("for (int r = 0; r < STAGE_ROUNDS; ++r) if (flips[r]) {{ "
-            "node_t* g = &ring[({slot}) * PLANE + STAGE_TID + r * STAGE_THREADS]; "
+            "node_t* g = &({slot})[STAGE_TID + r * STAGE_THREADS]; "
             "if (flips[r] & 1) g->ux = -g->ux; if (flips[r] & 2) g->uy = -g->uy; }}")
     text = _swap(text, "    copies_landed_but_newest();\n    __syncthreads();\n",
                  "    copies_landed_but_newest();\n"
-                 "    for (int p = 0; p < 3; ++p) " + flip.format(slot="p") + "\n"
+                 "    for (int p = 0; p < 3; ++p) " + flip.format(slot="ring + p * PLANE") + "\n"
                  "    __syncthreads();\n")
     landed = f"        copies_landed_but_newest();  // plane {march} + 2, read by the next step\n"
-    slot = "below + 3 < RING ? below + 3 : below + 3 - RING"
-    return _swap(text, landed, landed + "        " + flip.format(slot=slot) + "\n")
+    return _swap(text, landed,
+                 landed + "        " + flip.format(slot="ring + slot_landed") + "\n")
 
 
 def _staging16(text: str, plane_stride: str, m_extent: str, m_periodic: str, march: str) -> str:
@@ -552,31 +567,33 @@ def _staging16(text: str, plane_stride: str, m_extent: str, m_periodic: str, mar
         for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
             const int k = STAGE_TID + r * STAGE_THREADS; \\
             staged_ok[r] = k < PLANE && plane_ok && stored[r]; \\
-            if (staged_ok[r]) staged[r] = src[from[r] + {plane_stride} * gm]; }} }}
+            if (staged_ok[r]) staged[r] = src[from[r] + plane_stride * gm]; }} }}
     #define STORE_PLANE(slot_) {{ \\
         for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
             const int k = STAGE_TID + r * STAGE_THREADS; \\
             if (k < PLANE) {{ \\
                 node_t v = {{0, 0, 0, 0}}; \\
                 if (staged_ok[r]) v = record_decode(staged[r]); \\
-                ring[(slot_) * PLANE + k] = v; }} }} }}
+                (slot_)[k] = v; }} }} }}
     rec_t staged[STAGE_ROUNDS];
     bool staged_ok[STAGE_ROUNDS];
     for (int p = 0; p < 4; ++p) {{
-        if (march_begin - 1 + p <= march_end) {{ LOAD_PLANE(march_begin - 1 + p) STORE_PLANE(p) }}
+        if (march_begin - 1 + p <= march_end) {{
+            LOAD_PLANE(march_begin - 1 + p) STORE_PLANE(ring + p * PLANE)
+        }}
     }}
     __syncthreads();"""
     start = text.index("    // copies of plane gm")
     end = text.index("    __syncthreads();", start) + len("    __syncthreads();")
     text = text[:start] + load + text[end:]
-    text = _swap(text, f"""        if ({march} + 3 <= march_end) STAGE_PLANE({march} + 3, ahead)
+    text = _swap(text, f"""        if (left >= 3) STAGE_PLANE({march} + 3, ring + slot_ahead)
         else copies_issued();
-""", f"""        const bool stage = {march} + 3 <= march_end;
+""", f"""        const bool stage = left >= 3;
         if (stage) LOAD_PLANE({march} + 3)
 """)
     landed = f"        copies_landed_but_newest();  // plane {march} + 2, read by the next step\n"
     text = _swap(text, landed + "        __syncthreads();",
-                 "        if (stage) STORE_PLANE(ahead)  // no one reads that slot in this step\n"
+                 "        if (stage) STORE_PLANE(ring + slot_ahead)  // not read in this step\n"
                  "        __syncthreads();")
     return _swap(text, "    #undef STAGE_PLANE\n",
                  "    #undef LOAD_PLANE\n    #undef STORE_PLANE\n")
@@ -620,19 +637,19 @@ def _staging16_async(text: str) -> str:
     decoded): those records are never used (wall links take ghosts), as in the fp32 ring."""
     text = _swap(text, "    __shared__ node_t ring[RING * PLANE];",
                  "    __shared__ rec_t ring[RING * PLANE];")
-    text = _swap(text, """                const node_t* at = src + (ok ? from[r] + """,
-                 """                const rec_t* at = src + (ok ? from[r] + """)
+    text = _swap(text, """        const node_t* plane_src = src + plane_stride * gm; \\""",
+                 """        const rec_t* plane_src = src + plane_stride * gm; \\""")
+    text = _swap(text, """                const node_t* at = ok ? plane_src + from[r] : src; \\""",
+                 """                const rec_t* at = ok ? plane_src + from[r] : src; \\""")
     text = _swap(text, """                for (int part = 0; part < RECORD_PARTS; ++part) \\
-                    copy16((char*)&ring[(slot_) * PLANE + k] + 16 * part, \\
-                           (const char*)at + 16 * part, ok); } } \\""",
-                 """                copy8(&ring[(slot_) * PLANE + k], at, ok); } } \\""")
-    text = _swap(text, """        const node_t* __restrict__ lo = ring + below * PLANE;
-        const node_t* __restrict__ mid = ring + (below + 1 < RING ? below + 1 : 0) * PLANE;
-        const node_t* __restrict__ hi = ring + (below + 2 < RING ? below + 2 : below + 2 - RING)
-                                               * PLANE;""",
-                 """        const ring16 lo = {ring + below * PLANE};
-        const ring16 mid = {ring + (below + 1 < RING ? below + 1 : 0) * PLANE};
-        const ring16 hi = {ring + (below + 2 < RING ? below + 2 : below + 2 - RING) * PLANE};""")
+                    copy16((char*)&(slot_)[k] + 16 * part, (const char*)at + 16 * part, ok); \\""",
+                 """                copy8(&(slot_)[k], at, ok); \\""")
+    text = _swap(text, """        const node_t* __restrict__ lo = ring + slot_lo;
+        const node_t* __restrict__ mid = ring + slot_mid;
+        const node_t* __restrict__ hi = ring + slot_hi;""",
+                 """        const ring16 lo = {ring + slot_lo};
+        const ring16 mid = {ring + slot_mid};
+        const ring16 hi = {ring + slot_hi};""")
     return text.replace("reload(&", "reload16(")  # LES second reads: decoded again
 
 

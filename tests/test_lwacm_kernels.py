@@ -93,3 +93,22 @@ def test_fused_tile_flags_mark_the_tiles_next_to_moving_walls():
     assert (layered[5] & MOVING_TILE).all() and not (layered[:5] & MOVING_TILE).any()
     still = cavity((64, 8, 6), (0.0, 0.0, 0.0), lid_face="+z").evaluate(lattice)
     assert not (tile_flags(lattice, still) & MOVING_TILE).any()
+
+
+def test_single_step_engine_refuses_planes_of_2_to_the_32_nodes():
+    """The kernel stages a plane through 32-bit in-plane offsets: a larger plane is refused
+    before anything is allocated (a zero-stride view stands in for the tag words)."""
+    import types
+
+    import numpy as np
+
+    from thelma_py.modules.compute.lwacm import LwacmFused
+    from thelma_py.modules.compute.lwacm.cuda import CudaLwacmFused
+
+    huge = types.SimpleNamespace(tags=np.broadcast_to(np.uint32(1), (2, 65536, 65536)))
+    with pytest.raises(ValueError, match=r"plane of 4294967296 nodes .* fewer than 2\^32"):
+        CudaLwacmFused(LwacmFused(nu=0.04), LATTICES["D3Q19"], huge, None, np.float32)
+    fits = types.SimpleNamespace(tags=np.broadcast_to(np.uint32(1), (2, 65536, 65535)))
+    with pytest.raises(Exception) as caught:  # passes the check, fails later (no GPU here)
+        CudaLwacmFused(LwacmFused(nu=0.04), LATTICES["D3Q19"], fits, None, np.float32)
+    assert "2^32" not in str(caught.value)

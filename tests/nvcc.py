@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -37,13 +38,26 @@ def _key(source: str, options: tuple[str, ...]) -> str:
     return hashlib.sha256("\0".join((source, *options)).encode()).hexdigest()[:24]
 
 
+EXEC_TRIES = 4
+"""Starting nvcc is tried this often: CI once saw the exec of a compile fail with an OSError
+in ``fork_exec`` (the report was cut before its errno), a failure of the machine, not of the
+source, which a later try does not meet."""
+
+
 def _run(source: str, folder: Path, name: str, options: tuple[str, ...],
          nice: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     path = folder / f"{name}.cu"
     path.write_text(source)
-    return subprocess.run([*nice, shutil.which("nvcc"), *FLAGS, *options, "-o",
-                           str(folder / f"{name}.cubin"), str(path)],
-                          capture_output=True, text=True, timeout=300)
+    command = [*nice, shutil.which("nvcc"), *FLAGS, *options, "-o",
+               str(folder / f"{name}.cubin"), str(path)]
+    for attempt in range(EXEC_TRIES):
+        try:
+            return subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except OSError as error:
+            if attempt == EXEC_TRIES - 1:
+                raise OSError(f"could not start nvcc {EXEC_TRIES} times: {error!r}") from error
+            time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def compile_cubin(source: str, folder: Path, name: str, options: Iterable[str] = ()

@@ -228,6 +228,33 @@ def test_nvcc_prefetch_serves_only_the_byte_identical_source(tmp_path, monkeypat
         nvcc.shutdown()
 
 
+def test_nvcc_start_is_retried_after_a_failed_exec(tmp_path, monkeypatch):
+    """A failed exec of nvcc (an OSError from the machine, seen once on CI) is tried again; one
+    that keeps failing says how often it was tried."""
+    import subprocess
+
+    from tests import nvcc
+    calls = []
+
+    def flaky(command, **_):
+        calls.append(command)
+        if len(calls) < 3:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return subprocess.CompletedProcess(command, 0, "ok", "")
+
+    monkeypatch.setattr(nvcc.subprocess, "run", flaky)
+    monkeypatch.setattr(nvcc.time, "sleep", lambda s: None)
+    assert nvcc._run("src", tmp_path, "k", ()).stdout == "ok"
+    assert len(calls) == 3
+
+    def broken(command, **_):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(nvcc.subprocess, "run", broken)
+    with pytest.raises(OSError, match=f"could not start nvcc {nvcc.EXEC_TRIES} times"):
+        nvcc._run("src", tmp_path, "k", ())
+
+
 def box_wall_sources() -> list[str]:
     """Every wall face baked in: D3Q27 (64-bit tags) AA in fp64, D3Q19 16-bit pull."""
     return [Lbm(nu=0.1, streaming="aa").kernel_source(LATTICES["D3Q27"], np.float64,

@@ -15,13 +15,13 @@ relaxation time is within 10⁻³ of ½: the run needs an LES (``les='smagorinsk
 cumulant model (D3Q27), passed through to the compute plug-in as plain parameters.
 
 The forces plug-in records the momentum-exchange force every ``d / (16 u)`` steps (16 samples
-per convective time d / U), and a probes plug-in the velocity at four points of the near wake
-(2.5 d and 4 d behind the centre, 0.5 d off the axis along y and along z) as often.
+per convective time d / U), and a probes plug-in the velocity on rings of eight points about
+the wake's axis (0.6 d off it; 1, 2, 3 and 5 d behind the centre) as often.
 :func:`wake_measures` gives the mean c_D, the peak of the spectrum of the side force (F_y and
 F_z together: the wake of a sphere sheds in a plane that turns), ``St_force``, and the
-shedding Strouhal number St = f d / U from the velocity at the probes, whose spectrum above
-St = 0.1 holds the shedding; below it lies the slow motion of the whole wake, which dominates
-the side force at Re 3700 (0.05; docs/validation/flows.md).
+shedding Strouhal number St = f d / U from the cross-stream velocity at the probes, whose
+spectrum above St = 0.1 holds the shedding; below it lies the slow motion of the whole wake,
+which dominates the side force at Re 3700 (0.05; docs/validation/flows.md).
 
 Run::
 
@@ -44,8 +44,9 @@ BODY_ID = 3
 """Boundary id of the sphere (after the wall row 0, the inlet and the outlet)."""
 DEFAULT_STEPS = 4_000
 
-__all__ = ["BODY_ID", "DEFAULT_STEPS", "SHEDDING_BAND", "blockage", "build", "force_series",
-           "probe_series", "report", "strouhal", "wake_measures", "wake_points"]
+__all__ = ["BODY_ID", "DEFAULT_STEPS", "SHEDDING_BAND", "WAKE_AZIMUTHS", "WAKE_RADIUS",
+           "WAKE_STATIONS", "blockage", "build", "cross_stream", "force_series", "probe_series",
+           "report", "strouhal", "wake_measures", "wake_points"]
 
 
 def blockage(width: float) -> float:
@@ -93,12 +94,25 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
                       device=device, precision=precision)
 
 
-def wake_points(centre: Sequence[float], d: float) -> list[tuple[int, int, int]]:
-    """Nodes 2.5 d and 4 d behind the sphere's centre, 0.5 d off the axis along y, then z (a
-    short box keeps those inside it)."""
+WAKE_STATIONS = (1.0, 2.0, 3.0, 5.0)
+"""Distances behind the sphere's centre, in d, of the rings of wake probes."""
+WAKE_RADIUS = 0.6
+"""Radius of each ring, in d: in the shear layer a little outside the sphere's edge, where
+Rodríguez et al. (2011) follow the shedding."""
+WAKE_AZIMUTHS = 8
+"""Probes per ring: the sphere sheds at random azimuths, so one probe can miss a passage."""
+
+
+def wake_points(centre: Sequence[float], d: float, stations: Sequence[float] = WAKE_STATIONS,
+                radius: float = WAKE_RADIUS, azimuths: int = WAKE_AZIMUTHS
+                ) -> list[tuple[int, int, int]]:
+    """Nodes on rings of ``radius`` d about the wake's axis, ``stations`` d behind the
+    sphere's centre, ``azimuths`` to a ring (the first along +y); a short box keeps the
+    stations inside it (the caller drops the rest)."""
     x, y, z = centre
-    return [(round(x + a * d), round(y + dy * d), round(z + dz * d))
-            for a in (2.5, 4.0) for dy, dz in ((0.5, 0.0), (0.0, 0.5))]
+    turns = [2 * math.pi * k / azimuths for k in range(azimuths)]
+    return [(round(x + a * d), round(y + radius * d * math.cos(t)),
+             round(z + radius * d * math.sin(t))) for a in stations for t in turns]
 
 
 def _start(u: float, kick: float, x0: float, d: float):
@@ -161,12 +175,27 @@ slow motion of the whole wake (St ≈ 0.02–0.08 at Re 3700), below the shear l
 (St ≈ 0.7 and above at Re 3700; it rises with Re)."""
 
 
+def cross_stream(probes: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The probe columns of the velocity across the stream (u_y, u_z: named ``uy_…``,
+    ``uz_…`` by the probes plug-in), or every column where there are none."""
+    across = {k: v for k, v in probes.items() if k.startswith(("uy_", "uz_"))}
+    return across or {k: v for k, v in probes.items() if k != "step"}
+
+
+def _station(column: str) -> int:
+    """The x node index in a probe column's name (``uy_x130_y112_z131``)."""
+    return int(column.split("_x")[1].split("_")[0])
+
+
 def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: float,
-                  probes: dict[str, np.ndarray] | None = None) -> dict[str, float]:
+                  probes: dict[str, np.ndarray] | None = None,
+                  centre_x: float | None = None) -> dict:
     """Mean c_D, rms side force, the side force's spectral peak (``St_force``) and, with the
-    wake ``probes``, the shedding St (the peak of their velocity spectra in
-    :data:`SHEDDING_BAND`; else the side force's), over the samples after ``transient``
-    convective times d / U (NaN when fewer than 16 samples remain or one is not finite)."""
+    wake ``probes``, the shedding St (the peak of the summed spectra of their cross-stream
+    velocities in :data:`SHEDDING_BAND`; else the side force's), over the samples after
+    ``transient`` convective times d / U (NaN when fewer than 16 samples remain or one is not
+    finite). With ``centre_x`` (the sphere's centre, in nodes), ``St_stations`` gives the
+    peak of each ring of probes, keyed by its distance behind the centre in d."""
     late = series["step"] >= transient * d / u
     if late.sum() < 16 or not np.isfinite(series["c_D"][late]).all():
         return {"c_D": math.nan, "St": math.nan, "St_force": math.nan,
@@ -174,16 +203,22 @@ def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: 
     t = series["step"][late]
     cy, cz = series["c_y"][late], series["c_z"][late]
     force = strouhal(t, (cy, cz), d, u)
-    st = force["St"]
+    st, stations = force["St"], {}
     if probes is not None:
         at = probes["step"] >= transient * d / u
-        columns = [v[at] for k, v in probes.items() if k != "step"]
-        if at.sum() >= 16 and all(np.isfinite(c).all() for c in columns):
-            st = strouhal(probes["step"][at], columns, d, u, SHEDDING_BAND)["St"]
+        columns = {k: v[at] for k, v in cross_stream(probes).items()}
+        if at.sum() >= 16 and all(np.isfinite(c).all() for c in columns.values()):
+            st = strouhal(probes["step"][at], list(columns.values()), d, u, SHEDDING_BAND)["St"]
+            if centre_x is not None:
+                for x in sorted({_station(k) for k in columns}):
+                    ring = [v for k, v in columns.items() if _station(k) == x]
+                    stations[f"{(x - centre_x) / d:.2f}"] = strouhal(
+                        probes["step"][at], ring, d, u, SHEDDING_BAND)["St"]
     return {"c_D": float(series["c_D"][late].mean()),
             "c_side_rms": float(np.sqrt(np.mean((cy - cy.mean())**2 + (cz - cz.mean())**2))),
             "convective_times": float((t[-1] - t[0]) * u / d),
-            "St": st, "St_force": force["St"], "resolution": force["resolution"]}
+            "St": st, "St_force": force["St"], "resolution": force["resolution"],
+            **({"St_stations": stations} if stations else {})}
 
 
 def report(solver: tp.Solver, *, d: int, u: float, **_) -> str:

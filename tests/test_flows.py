@@ -205,31 +205,47 @@ def test_strouhal_from_side_forces(plane):
 
 
 def test_shedding_strouhal_comes_from_the_wake_probes():
-    """The Re 3700 situation: a slow wake motion (St 0.05) dominates the side force, the
-    shedding (St 0.21) shows in the probes' velocity. St is the probes' peak above 0.1, St_force
-    the side force's; without probes St falls back to the side force."""
+    """The Re 3700 situation: a slow wake motion (St 0.05) dominates the side force and the
+    streamwise velocity, the shedding (St 0.21) shows across the stream at one ring, a
+    faster wave (St 0.3) at the other. St is the peak above 0.1 of the cross-stream columns
+    only; each ring keeps its own peak (St_stations, by distance behind the centre in d);
+    without probes St falls back to the side force."""
     d, u = 32, 0.05
     t = np.arange(0, 40 * d / u, 2.0)
-    slow, shed = (2 * np.pi * s * u / d * t for s in (0.05, 0.21))
+    slow, shed, fast = (2 * np.pi * s * u / d * t for s in (0.05, 0.21, 0.3))
     series = {"step": t, "c_D": np.full(len(t), 0.4), "c_y": 0.1 * np.sin(slow)
               + 0.02 * np.sin(shed), "c_z": 0.05 * np.cos(slow)}
-    probes = {"step": t, "u_x": 0.004 * np.sin(slow) + 0.002 * np.sin(shed + 1.0),
-              "u_y": 0.003 * np.cos(shed), "u_z": 0.001 * np.sin(slow)}
-    m = sphere_wake.wake_measures(series, d, u, 0.0, probes)
+    probes = {"step": t,
+              "ux_x160_y150_z131": 0.01 * np.sin(slow) + 0.004 * np.sin(fast),
+              "uy_x160_y150_z131": 0.003 * np.cos(shed),
+              "uz_x160_y150_z131": 0.001 * np.sin(slow),
+              "ux_x224_y150_z131": 0.008 * np.sin(fast),
+              "uy_x224_y150_z131": 0.001 * np.cos(fast + 0.3),
+              "uz_x224_y150_z131": 0.0005 * np.sin(slow)}
+    m = sphere_wake.wake_measures(series, d, u, 0.0, probes, centre_x=128)
     assert abs(m["St"] - 0.21) <= m["resolution"] / 2
     assert abs(m["St_force"] - 0.05) <= m["resolution"] / 2
+    assert set(m["St_stations"]) == {"1.00", "3.00"}
+    assert abs(m["St_stations"]["1.00"] - 0.21) <= m["resolution"] / 2
+    assert abs(m["St_stations"]["3.00"] - 0.3) <= m["resolution"] / 2
     assert sphere_wake.wake_measures(series, d, u, 0.0)["St"] == m["St_force"]
+    assert "St_stations" not in sphere_wake.wake_measures(series, d, u, 0.0, probes)
 
 
-def test_wake_points_lie_behind_the_sphere_inside_the_box():
+def test_wake_points_ring_the_axis_behind_the_sphere_inside_the_box():
     solver = sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2,
                                collision="trt", device="cpu")
     probes = next(r for r in solver.results if hasattr(r, "points"))
-    assert [tuple(p) for p in probes.points] == [(18, 10, 8), (18, 8, 10)]  # 4 d is beyond
+    points = np.array(probes.points, dtype=float)
+    # 1, 2 and 3 d behind the centre (8, 7.5, 7.5); 5 d (x = 28) lies beyond the box
+    assert sorted(set(points[:, 0])) == [12, 16, 20] and len(points) == 3 * 8
+    radius = np.hypot(points[:, 1] - 7.5, points[:, 2] - 7.5)
+    assert np.all(np.abs(radius - 0.6 * 4) <= 0.75)  # rounded to nodes
     assert probes.path is None  # the samples stay in memory
     solver.run(6)
     wake = sphere_wake.probe_series(solver)
-    assert len(wake["step"]) >= 1 and len(wake) == 1 + 2 * 3
+    assert len(wake["step"]) >= 1 and len(wake) == 1 + 24 * 3
+    assert len(sphere_wake.cross_stream(wake)) == 24 * 2
 
 
 def test_wake_measures_need_samples_after_the_transient():

@@ -342,8 +342,9 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
     finite = np.isfinite(series["c_D"])
     if diverged is None and not finite.all():
         diverged = float(series["step"][np.argmin(finite)] * u / d)
-    measures = sphere_wake.wake_measures(series, d, u, transient,
-                                         sphere_wake.probe_series(solver))
+    probes = sphere_wake.probe_series(solver)
+    measures = sphere_wake.wake_measures(series, d, u, transient, probes,
+                                         centre_x=build.get("upstream", 4.0) * d)
     ref = SPHERE_REFERENCE.get(int(reynolds))
     errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")
               if ref and ref[k]}
@@ -354,7 +355,13 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
                 build.get("width", 7.0)), "precision": precision, "steps": solver.time_step,
             "mlups": solver.mlups, "wall_seconds": time.perf_counter() - start,
             "diverged_at": diverged, "stopped_at": stopped, **measures, **errors,
-            "reference": ref, "series": {k: v.tolist() for k, v in series.items()}}
+            "reference": ref, "series": {k: v.tolist() for k, v in series.items()},
+            "probes": None if probes is None else _rounded(probes)}
+
+
+def _rounded(columns: dict[str, np.ndarray], digits: int = 7) -> dict[str, list[float]]:
+    """Columns as lists of floats to ``digits`` significant digits (the JSON stays small)."""
+    return {k: [float(f"{x:.{digits}g}") for x in v] for k, v in columns.items()}
 
 
 # -- command line ------------------------------------------------------------------------------

@@ -44,9 +44,9 @@ BODY_ID = 3
 """Boundary id of the sphere (after the wall row 0, the inlet and the outlet)."""
 DEFAULT_STEPS = 4_000
 
-__all__ = ["BODY_ID", "DEFAULT_STEPS", "SHEDDING_BAND", "WAKE_AZIMUTHS", "WAKE_RADIUS",
-           "WAKE_STATIONS", "blockage", "build", "cross_stream", "force_series", "probe_series",
-           "report", "strouhal", "wake_measures", "wake_points"]
+__all__ = ["BODY_ID", "DEFAULT_STEPS", "SHEDDING_BAND", "SHEDDING_FROM", "WAKE_AZIMUTHS",
+           "WAKE_RADIUS", "WAKE_STATIONS", "blockage", "build", "cross_stream", "force_series",
+           "probe_series", "report", "ring_motion", "strouhal", "wake_measures", "wake_points"]
 
 
 def blockage(width: float) -> float:
@@ -187,15 +187,37 @@ def _station(column: str) -> int:
     return int(column.split("_x")[1].split("_")[0])
 
 
+SHEDDING_FROM = 2.5
+"""Rings at least this far behind the sphere's centre (in d) give the shedding St: nearer,
+the shear layer's own roll-up dominates the ring's motion (St ≈ 0.6–0.7 at Re 3700)."""
+
+
+def ring_motion(probes: dict[str, np.ndarray]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The mean cross-stream velocity (u_y, u_z) of each ring of probes, by its x node index:
+    the azimuthal mode m = 1 of the ring, the side-to-side motion of the wake. Axisymmetric
+    motion (m = 0: the box's standing sound waves between inlet and outlet, the recirculation
+    bubble's pumping) cancels in it, since its u_y and u_z change sign across the axis."""
+    across = {k: v for k, v in probes.items() if k.startswith(("uy_", "uz_"))}
+    rings = {}
+    for x in sorted({_station(k) for k in across}):
+        rings[x] = tuple(np.mean([v for k, v in across.items()
+                                  if k.startswith(a) and _station(k) == x], axis=0)
+                         for a in ("uy_", "uz_"))
+    return rings
+
+
 def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: float,
                   probes: dict[str, np.ndarray] | None = None,
                   centre_x: float | None = None) -> dict:
     """Mean c_D, rms side force, the side force's spectral peak (``St_force``) and, with the
-    wake ``probes``, the shedding St (the peak of the summed spectra of their cross-stream
-    velocities in :data:`SHEDDING_BAND`; else the side force's), over the samples after
-    ``transient`` convective times d / U (NaN when fewer than 16 samples remain or one is not
-    finite). With ``centre_x`` (the sphere's centre, in nodes), ``St_stations`` gives the
-    peak of each ring of probes, keyed by its distance behind the centre in d."""
+    wake ``probes``, the shedding St, over the samples after ``transient`` convective times
+    d / U (NaN when fewer than 16 samples remain or one is not finite).
+
+    St is the peak in :data:`SHEDDING_BAND` of the summed spectra of the rings'
+    side-to-side motion (:func:`ring_motion`) at :data:`SHEDDING_FROM` d and beyond, with
+    ``centre_x`` (the sphere's centre, in nodes); ``St_stations`` keeps each ring's peak, by
+    its distance behind the centre in d. Without ``centre_x``, the peak of every cross-stream
+    column; without probes, the side force's."""
     late = series["step"] >= transient * d / u
     if late.sum() < 16 or not np.isfinite(series["c_D"][late]).all():
         return {"c_D": math.nan, "St": math.nan, "St_force": math.nan,
@@ -206,14 +228,18 @@ def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: 
     st, stations = force["St"], {}
     if probes is not None:
         at = probes["step"] >= transient * d / u
-        columns = {k: v[at] for k, v in cross_stream(probes).items()}
+        columns = {k: v[at] for k, v in probes.items() if k != "step"}
         if at.sum() >= 16 and all(np.isfinite(c).all() for c in columns.values()):
-            st = strouhal(probes["step"][at], list(columns.values()), d, u, SHEDDING_BAND)["St"]
-            if centre_x is not None:
-                for x in sorted({_station(k) for k in columns}):
-                    ring = [v for k, v in columns.items() if _station(k) == x]
-                    stations[f"{(x - centre_x) / d:.2f}"] = strouhal(
-                        probes["step"][at], ring, d, u, SHEDDING_BAND)["St"]
+            times = probes["step"][at]
+            if centre_x is None:
+                st = strouhal(times, list(cross_stream(columns).values()), d, u,
+                              SHEDDING_BAND)["St"]
+            else:
+                rings = {(x - centre_x) / d: m for x, m in ring_motion(columns).items()}
+                stations = {f"{a:.2f}": strouhal(times, m, d, u, SHEDDING_BAND)["St"]
+                            for a, m in rings.items()}
+                far = [c for a, m in rings.items() if a >= SHEDDING_FROM for c in m]
+                st = strouhal(times, far, d, u, SHEDDING_BAND)["St"] if far else math.nan
     return {"c_D": float(series["c_D"][late].mean()),
             "c_side_rms": float(np.sqrt(np.mean((cy - cy.mean())**2 + (cz - cz.mean())**2))),
             "convective_times": float((t[-1] - t[0]) * u / d),
@@ -221,9 +247,9 @@ def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: 
             **({"St_stations": stations} if stations else {})}
 
 
-def report(solver: tp.Solver, *, d: int, u: float, **_) -> str:
+def report(solver: tp.Solver, *, d: int, u: float, upstream: float = 4.0, **_) -> str:
     m = wake_measures(force_series(solver), d, u, transient=0.5 * solver.time_step * u / d,
-                      probes=probe_series(solver))
+                      probes=probe_series(solver), centre_x=upstream * d)
     return (f"over the last {m['convective_times']:.1f} d/U: mean c_D = {m['c_D']:.3f}, "
             f"St = {m['St']:.3f} (± {m['resolution'] / 2:.3f})")
 

@@ -204,32 +204,36 @@ def test_strouhal_from_side_forces(plane):
     assert m["resolution"] == pytest.approx(st / 20, rel=0.01)
 
 
-def test_shedding_strouhal_comes_from_the_wake_probes():
-    """The Re 3700 situation: a slow wake motion (St 0.05) dominates the side force and the
-    streamwise velocity, the shedding (St 0.21) shows across the stream at one ring, a
-    faster wave (St 0.3) at the other. St is the peak above 0.1 of the cross-stream columns
-    only; each ring keeps its own peak (St_stations, by distance behind the centre in d);
-    without probes St falls back to the side force."""
-    d, u = 32, 0.05
+def test_shedding_strouhal_comes_from_the_rings_side_to_side_motion():
+    """The Re 3700 situation: a slow wake motion (St 0.05) dominates the side force; on the
+    rings a standing sound wave of the box (St 0.575, axisymmetric: u_y, u_z point away from
+    the axis) is stronger than the shedding (St 0.21, the whole ring moving sideways), and the
+    ring 1 d behind the centre moves with the shear layer's roll-up (St 0.65). St is the side
+    motion of the rings from 2.5 d on; St_stations keeps each ring's; without the centre, the
+    peak of every cross-stream column (the sound wave); without probes, the side force's."""
+    d, u, centre = 32, 0.05, 128
     t = np.arange(0, 40 * d / u, 2.0)
-    slow, shed, fast = (2 * np.pi * s * u / d * t for s in (0.05, 0.21, 0.3))
+    slow, shed, sound, roll = (2 * np.pi * s * u / d * t for s in (0.05, 0.21, 0.575, 0.65))
     series = {"step": t, "c_D": np.full(len(t), 0.4), "c_y": 0.1 * np.sin(slow)
               + 0.02 * np.sin(shed), "c_z": 0.05 * np.cos(slow)}
-    probes = {"step": t,
-              "ux_x160_y150_z131": 0.01 * np.sin(slow) + 0.004 * np.sin(fast),
-              "uy_x160_y150_z131": 0.003 * np.cos(shed),
-              "uz_x160_y150_z131": 0.001 * np.sin(slow),
-              "ux_x224_y150_z131": 0.008 * np.sin(fast),
-              "uy_x224_y150_z131": 0.001 * np.cos(fast + 0.3),
-              "uz_x224_y150_z131": 0.0005 * np.sin(slow)}
-    m = sphere_wake.wake_measures(series, d, u, 0.0, probes, centre_x=128)
-    assert abs(m["St"] - 0.21) <= m["resolution"] / 2
-    assert abs(m["St_force"] - 0.05) <= m["resolution"] / 2
-    assert set(m["St_stations"]) == {"1.00", "3.00"}
-    assert abs(m["St_stations"]["1.00"] - 0.21) <= m["resolution"] / 2
-    assert abs(m["St_stations"]["3.00"] - 0.3) <= m["resolution"] / 2
+    probes = {"step": t}
+    for x, side in ((160, 0.002 * np.sin(roll)), (224, 0.001 * np.sin(shed)),
+                    (288, 0.001 * np.cos(shed))):
+        for k in range(8):
+            angle = 2 * np.pi * k / 8
+            at = f"_x{x}_y{round(112 + 19 * np.cos(angle))}_z{round(112 + 19 * np.sin(angle))}"
+            probes["ux" + at] = 0.01 * np.sin(slow)
+            probes["uy" + at] = 0.005 * np.cos(angle) * np.sin(sound) + side
+            probes["uz" + at] = 0.005 * np.sin(angle) * np.sin(sound) + 0.5 * side
+    m = sphere_wake.wake_measures(series, d, u, 0.0, probes, centre_x=centre)
+    half = m["resolution"] / 2
+    assert abs(m["St"] - 0.21) <= half
+    assert abs(m["St_force"] - 0.05) <= half
+    assert set(m["St_stations"]) == {"1.00", "3.00", "5.00"}
+    assert abs(m["St_stations"]["1.00"] - 0.65) <= half
+    assert abs(m["St_stations"]["5.00"] - 0.21) <= half
+    assert abs(sphere_wake.wake_measures(series, d, u, 0.0, probes)["St"] - 0.575) <= half
     assert sphere_wake.wake_measures(series, d, u, 0.0)["St"] == m["St_force"]
-    assert "St_stations" not in sphere_wake.wake_measures(series, d, u, 0.0, probes)
 
 
 def test_wake_points_ring_the_axis_behind_the_sphere_inside_the_box():

@@ -22,10 +22,11 @@ from tests.test_sparse_host_engine import pair as sparse_pair
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
 
-def pair(backend, lattice_name, collision, geometry, scheme):
+def pair(backend, lattice_name, collision, geometry, scheme, cuda_options=None):
     """Dense engines; TRT runs with a body force."""
     force = (2e-5, -1e-5, 1e-5)[: LATTICES[lattice_name].d] if collision == "trt" else None
-    return sparse_pair(backend, lattice_name, collision, geometry, scheme, force, "dense")
+    return sparse_pair(backend, lattice_name, collision, geometry, scheme, force, "dense",
+                       cuda_options)
 
 
 @pytest.mark.parametrize(("lattice_name", "collision", "geometry", "scheme"), [
@@ -37,11 +38,17 @@ def pair(backend, lattice_name, collision, geometry, scheme):
     ("D3Q19", "mrt", "walled", "aa"), ("D3Q19", "trt", "zou-he", "push"),
     ("D3Q19", "bgk", "neighbour", "pull"), ("D3Q19", "trt", "curved", "pull"),
     ("D3Q19", "mrt", "equilibrium", "aa"), ("D3Q27", "bgk", "walled", "push"),
-    ("D3Q27", "cumulant", "walled", "aa")])
+    ("D3Q27", "cumulant", "walled", "aa"),
+    # 64-bit indices (every domain here takes 32-bit ones by default: Lbm.narrow)
+    ("D2Q9", "trt", "walled", "aa-wide"), ("D3Q19", "bgk", "neighbour", "pull-wide"),
+    ("D3Q19", "trt", "zou-he", "push-wide"), ("D3Q19", "mrt", "walled", "aa-wide")])
 def test_host_cuda_dense_engine_equals_numpy(host_gpu, lattice_name, collision, geometry,
                                              scheme):
-    cpu, gpu, tags = pair(host_gpu, lattice_name, collision, geometry, scheme)
+    scheme, wide = scheme.removesuffix("-wide"), scheme.endswith("-wide")
+    cpu, gpu, tags = pair(host_gpu, lattice_name, collision, geometry, scheme,
+                          {"narrow": False} if wide else None)
     assert type(gpu).__name__ == "CudaLbm"
+    assert ("N32" in gpu.source) is not wide
     gpu.poison()
     fluid = tags.fluid
     for steps in (7, 6):  # ends after an odd, then an even number of steps (AA's two kernels)

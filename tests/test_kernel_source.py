@@ -12,6 +12,7 @@ from tests.lbm_setups import LATTICES, configs, walled_geometry
 from tests.nvcc import compile_cubin
 from thelma_py.codegen.cuda import TILE
 from thelma_py.codegen.tag_tables import FACES, box_walls, edge_table, face_tags, tile_flags
+from thelma_py.lattice import D3Q19
 from thelma_py.modules.compute.lbm import Lbm
 from thelma_py.modules.compute.lbm.kernels import SCHEMES, KernelConfig, generate, kernel_names
 
@@ -92,8 +93,9 @@ def test_edge_table_gives_lid_row_beyond_top_face():
 
 
 def forced_config(lat, coll, real, scheme, moving):
+    """With moving walls also a body force and 32-bit indices (half the matrix each way)."""
     force = (1e-5,) + (0.0,) * (LATTICES[lat].d - 1) if moving else None
-    return config(lat, coll, real, scheme, moving, force)
+    return attrs.evolve(config(lat, coll, real, scheme, moving, force), narrow=moving)
 
 
 @pytest.mark.nvcc(sources=lambda **p: generate(forced_config(**p)))
@@ -273,3 +275,25 @@ def test_kernels_with_computed_face_tags_compile_with_nvcc(tmp_path):
         assert "nz - 1 ?" in source
         result = compile_cubin(source, tmp_path, f"faces{k}")
         assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_narrow_indices_where_every_population_index_fits_32_bits():
+    """32-bit indices by default where Q N < 2^31 (dense, direct propagation), 64-bit beyond
+    and where asked; forcing them where they cannot run is a clear error. A narrow kernel
+    indexes each population from the node's pointer (no 64-bit neighbour index), a wide one
+    as before."""
+    params = Lbm(nu=0.02, streaming="aa", store="fp16s")
+    limit = 2**31 // D3Q19.q  # Q N < 2^31
+    assert params.narrow(D3Q19, limit) and not params.narrow(D3Q19, limit + 1)
+    assert not params.narrow(D3Q19, None)
+    assert not Lbm(nu=0.02, cuda_options={"narrow": False}).narrow(D3Q19, 64**3)
+    assert not Lbm(nu=0.02, cuda_options={"propagation": "shared"}).narrow(D3Q19, 64**3)
+    with pytest.raises(ValueError, match=r"fewer than 2\^31 populations \(19 x"):
+        Lbm(nu=0.02, cuda_options={"narrow": True}).narrow(D3Q19, limit + 1)
+    with pytest.raises(ValueError, match="dense storage"):
+        Lbm(nu=0.02, storage="sparse", cuda_options={"narrow": True}).narrow(D3Q19, 64**3)
+    narrow = params.kernel_source(D3Q19, np.float32, moving_walls=False, nodes=64**3)
+    wide = params.kernel_source(D3Q19, np.float32, moving_walls=False, nodes=limit + 1)
+    assert "f_n[((tag >> 12) & 1) ? 1 * N32 : 2 * N32 + dxm]" in narrow
+    assert "f[((tag >> 12) & 1) ? 1 * N + n : 2 * N + (xm + nx * (y + ny * z))]" in wide
+    assert "N32" not in wide and "(xm + nx *" not in narrow.split("lbm_step_odd(")[1]

@@ -20,12 +20,14 @@ pytestmark = [pytest.mark.slow,  # compiles the kernels with g++
               pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")]
 
 
-def pair(backend, lattice_name, collision, geometry, scheme, force=None, storage="sparse"):
+def pair(backend, lattice_name, collision, geometry, scheme, force=None, storage="sparse",
+         cuda_options=None):
     """The NumPy and the host CUDA engine of ``storage`` on one geometry, holding the same
     random state (the ``host_gpu`` fixture of tests/conftest.py gives ``backend``)."""
     lattice = LATTICES[lattice_name]
     tags = GEOMETRIES[geometry](lattice).evaluate(lattice)
-    params = Lbm(nu=0.04, collision=collision, storage=storage, streaming=scheme, force=force)
+    params = Lbm(nu=0.04, collision=collision, storage=storage, streaming=scheme, force=force,
+                 cuda_options=cuda_options or {})
     f = random_state(lattice, tags.tags.shape, np.float64)
     engines = [params.create(lattice, tags, b, np.dtype(np.float64))
                for b in (select_backend("cpu"), backend)]

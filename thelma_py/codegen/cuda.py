@@ -86,6 +86,52 @@ def node_index(lattice: Lattice, i: int, sign: int) -> str:
     return f"({axis_index('x', cx)} + nx * ({axis_index('y', cy)} + ny * {axis_index('z', cz)}))"
 
 
+def node_offset(lattice: Lattice, i: int, sign: int) -> str:
+    """C offset from node n to n + sign * c_i, as ' + dxm + dyp …' (periodic wrap; the names
+    of :data:`NARROW_PROLOGUE`), '' for the node itself."""
+    steps = zip("xyz", (sign * v for v in c3(lattice, i)), strict=True)
+    return "".join(f" + d{axis_index(a, c)}" for a, c in steps if c)
+
+
+def slot_index(lattice: Lattice, slot: int, i: int | None = None, sign: int = 1,
+               narrow: bool = False) -> str:
+    """C index of population ``slot`` at node n (``i`` None) or n + sign * c_i: into the
+    buffer (``slot * N + node``, 64-bit) or, ``narrow``, into the buffer seen from the thread's
+    node (``slot * N32 + offset``, 32-bit: :func:`buffer`, :data:`NARROW_PROLOGUE`)."""
+    if narrow:
+        return f"{slot} * N32{'' if i is None else node_offset(lattice, i, sign)}"
+    return f"{slot} * N + {'n' if i is None else node_index(lattice, i, sign)}"
+
+
+def buffer(array: str, narrow: bool = False) -> str:
+    """The name a kernel indexes ``array`` by: the buffer, or (``narrow``) the pointer to its
+    node n declared by :func:`narrow_pointers`."""
+    return f"{array}_n" if narrow else array
+
+
+def narrow_pointers(arrays: tuple[str, ...]) -> str:
+    """Declarations of the pointers to node n of ``arrays`` (:func:`buffer`)."""
+    return "\n".join(f"    auto const {a}_n = {a} + n;" for a in arrays)
+
+
+NARROW_PROLOGUE = """
+    // 32-bit population indices from the thread's node: Q * N < 2^31 (checked on the host)
+    const int N32 = (int)N;
+    const int dxm = xm - x, dxp = xp - x;
+    const int dym = (ym - y) * nx, dyp = (yp - y) * nx;
+    const int dzm = (zm - z) * (nx * ny_), dzp = (zp - z) * (nx * ny_);
+    (void)N32; (void)dxm; (void)dxp; (void)dym; (void)dyp; (void)dzm; (void)dzp;"""
+"""Offsets of :func:`node_offset` (after :func:`prologue`): one integer add per neighbour and
+one 32-bit multiply-add per population replace the 64-bit index and address arithmetic of
+every load and store (SASS of the 16-bit AA odd kernel: benchmarks/NOTES.md, run 44)."""
+
+
+def narrow_fits(q: int, nodes: int) -> bool:
+    """Whether every index of a buffer of ``q`` populations on ``nodes`` nodes, and every
+    offset between two of its entries, fits a 32-bit int (:data:`NARROW_PROLOGUE`)."""
+    return q * nodes < 2**31
+
+
 def prologue(offsets: bool = False) -> str:
     """Node coordinates of the thread (x, y, z, n, N and the wrapped neighbours xm .. zp); with
     ``offsets`` the grid covers rows y0.. and planes z0.. only (a distributed run launches the
@@ -178,7 +224,8 @@ one dependent load more in front)."""
 
 def population_reads(lattice: Lattice, scheme: str, parity: str,
                      momentum: WallMomentum | None = None, store: str = "fp32",
-                     wall_reads: str = "refetch") -> tuple[list[str], list[str]]:
+                     wall_reads: str = "refetch", narrow: bool = False
+                     ) -> tuple[list[str], list[str]]:
     """C statements loading f0..f{Q-1} of a pull, push or AA (``parity`` 'even' / 'odd') step:
     (loads, wall fix-ups). ``momentum`` None: walls at rest (no Ladd term). ``store``: the
     population storage (:data:`thelma_py.store16.STORES`); 16-bit values are decoded here.
@@ -187,22 +234,26 @@ def population_reads(lattice: Lattice, scheme: str, parity: str,
     of them are in flight at once while the tile flag and tag arrive; a wall link then re-reads
     its bounced population (rare). 'select': ``tag`` is known before the loads, and each
     population is read once from the upstream or the bounced address; the fix-ups only add the
-    moving-wall term (with 16-bit storage one link at a time, in a rolled loop)."""
+    moving-wall term (with 16-bit storage one link at a time, in a rolled loop). ``narrow``:
+    32-bit indices from the thread's node (:func:`slot_index`)."""
     opp = lattice.opposite
     loads, fixups = [], []
     # 16-bit storage: the moving-wall terms in a rolled loop (measured: +1.4 % in a 16-bit
     # closed box, -0.6 % in fp32; benchmarks/NOTES.md run 39)
     rolled = wall_reads == "select" and store != "fp32"
     for i in range(lattice.q):
-        upstream = node_index(lattice, i, -1)
+        here = slot_index(lattice, i, narrow=narrow)
         if scheme == "pull":
-            array, source, bounce = "src", f"{i} * N + {upstream}", f"{opp[i]} * N + n"
+            array = "src"
+            source, bounce = (slot_index(lattice, i, i, -1, narrow),
+                              slot_index(lattice, opp[i], narrow=narrow))
         elif scheme == "push":
-            array, source, bounce = "src", f"{i} * N + n", f"{i} * N + n"
+            array, source, bounce = "src", here, here
         elif parity == "even":
-            array, source, bounce = "f", f"{i} * N + n", f"{i} * N + n"
+            array, source, bounce = "f", here, here
         else:
-            array, source, bounce = "f", f"{opp[i]} * N + {upstream}", f"{i} * N + n"
+            array, source, bounce = "f", slot_index(lattice, opp[i], i, -1, narrow), here
+        array = buffer(array, narrow)
         wall = f"((tag >> {LINK_SHIFT + i - 1}) & 1)"
         crosses = i != 0 and source != bounce
         index = f"{wall} ? {bounce} : {source}" if crosses and wall_reads == "select" else source

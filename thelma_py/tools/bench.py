@@ -62,6 +62,9 @@ class BenchConfig:
     wall_reads: str | None = None
     """LBM dense: populations across wall links re-read ('refetch') or read once from a
     selected address ('select'); None: the plug-in's default."""
+    narrow: bool | None = None
+    """LBM dense: 32-bit population indices (True) or 64-bit (False); None: the plug-in's
+    default (32-bit where they fit)."""
 
     @property
     def label(self) -> str:
@@ -76,7 +79,8 @@ class BenchConfig:
             f" {self.store}" if self.store != "fp32" else "") + (
             " sr" if self.rounding == "stochastic" else "") + (
             " async" if self.staging == "async" else "") + (
-            f" {self.wall_reads}" if self.wall_reads else "")
+            f" {self.wall_reads}" if self.wall_reads else "") + (
+            {None: "", True: " narrow", False: " wide"}[self.narrow])
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -124,6 +128,8 @@ def compute_params(cfg: BenchConfig):
             extra["cuda_options"]["moving_tiles"] = cfg.moving_tiles
         if cfg.wall_reads is not None:
             extra["cuda_options"]["wall_reads"] = cfg.wall_reads
+        if cfg.narrow is not None:
+            extra["cuda_options"]["narrow"] = cfg.narrow
         if cfg.block is not None:
             extra["cuda_options"]["block"] = cfg.block
     if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
@@ -326,7 +332,8 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     if cfg.propagation != "direct" and (cfg.compute != "lbm" or cfg.storage != "dense"
                                         or cfg.streaming == "aa"):
         return False
-    if (cfg.wall_launch != "fused" or cfg.moving_tiles or cfg.wall_reads) and (
+    if (cfg.wall_launch != "fused" or cfg.moving_tiles or cfg.wall_reads
+            or cfg.narrow is not None) and (
             cfg.compute != "lbm" or cfg.storage != "dense" or cfg.propagation != "direct"):
         return False
     if cfg.store != "fp32" and (cfg.compute not in ("lbm", "lwacm-fused")
@@ -376,6 +383,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wall-reads", type=_words, default=None,
                         help="LBM dense: refetch,select to compare how populations across wall "
                              "links are read (default: the plug-in's own choice)")
+    parser.add_argument("--narrow", type=_ints, default=None,
+                        help="LBM dense: 0,1 to compare 64-bit and 32-bit population indices "
+                             "(default: the plug-in's own choice, 32-bit where they fit)")
     parser.add_argument("--storage", type=_words, default=["dense"],
                         help="lbm node storage: dense,sparse (sparse runs pull only)")
     parser.add_argument("--fluid-fraction", type=_floats, default=[0.1, 0.3, 0.6],
@@ -442,7 +452,8 @@ def run(args: argparse.Namespace) -> int:
         args.storage, args.fluid_fraction, args.les, args.propagation, args.wall_launch,
         [None] if args.moving_tiles is None else [bool(v) for v in args.moving_tiles],
         args.store, args.rounding, args.staging,
-        [None] if args.wall_reads is None else args.wall_reads))
+        [None] if args.wall_reads is None else args.wall_reads,
+        [None] if args.narrow is None else [bool(v) for v in args.narrow]))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

@@ -15,6 +15,7 @@ import attrs
 import numpy as np
 
 from thelma_py.backend import Backend
+from thelma_py.codegen.cuda import narrow_fits
 from thelma_py.codegen.expr import identity_let
 from thelma_py.compute import ComputeEngine, check_memory, node_blocks
 from thelma_py.compute_params import check_nu, force_tuple
@@ -90,7 +91,8 @@ class Lbm(RelaxationTime):
     a kernel of their own), moving_tiles (moving-wall terms only in tiles that touch a moving
     wall), wall_reads ('refetch' | 'select': a population across a wall link re-read after
     the tag, or read once from an address the tag selects; :meth:`wall_reads` gives the
-    default). Results do not depend on them."""
+    default), narrow (32-bit population indices from each thread's node; :meth:`narrow`
+    gives the default). Results do not depend on them."""
 
     def tuning(self, dtype=None) -> dict:
         """``cuda_options`` with the defaults filled in: ``block`` 256 for dense fp32 pull and
@@ -121,6 +123,18 @@ class Lbm(RelaxationTime):
         if self.streaming == "aa":
             return "refetch" if moving_walls or double else "select"
         return "select" if self.store != "fp32" or box_walls else "refetch"
+
+    def narrow(self, lattice: Lattice, nodes: int | None) -> bool:
+        """``cuda_options['narrow']``, or where it runs: dense storage, direct propagation and
+        buffers of fewer than 2^31 values (``nodes`` known; :func:`.cuda.narrow_fits`)."""
+        options = self.tuning()
+        runs = (self.storage == "dense" and options["propagation"] == "direct"
+                and nodes is not None and narrow_fits(lattice.q, nodes))
+        if options["narrow"] and not runs:
+            raise ValueError(f"cuda_options narrow needs dense storage, direct propagation and "
+                             f"fewer than 2^31 populations ({lattice.q} x {nodes} nodes); "
+                             "leave it unset")
+        return runs if options["narrow"] is None else bool(options["narrow"])
 
     @property
     def omega_minus(self) -> float:
@@ -159,11 +173,12 @@ class Lbm(RelaxationTime):
 
     def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,
                       boundaries: tuple = (), interpolated: bool = False,
-                      box_walls: int = 0) -> str:
+                      box_walls: int = 0, nodes: int | None = None) -> str:
         """The generated CUDA source of this configuration (what ``thelma kernels`` prints);
         ``boundaries`` lists the (node kind, face) pairs of open boundaries to handle,
         ``interpolated`` adds interpolated bounce-back for curved bodies, ``box_walls`` the
-        faces of the stored box that are walls (:func:`.tag_tables.box_walls`; dense)."""
+        faces of the stored box that are walls (:func:`.tag_tables.box_walls`; dense),
+        ``nodes`` the stored nodes (dense: 32-bit indices where they fit, :meth:`narrow`)."""
         from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
         from thelma_py.modules.compute.lbm.sparse_kernels import generate_sparse
 
@@ -189,7 +204,7 @@ class Lbm(RelaxationTime):
             wall_reads=self.wall_reads(moving_walls, box_walls,
                                        double=np.dtype(dtype) == np.float64),
             box_walls=box_walls if self.storage == "dense" else 0,
-            store=self.store))
+            store=self.store, narrow=self.narrow(lattice, nodes)))
 
     def check(self, lattice: Lattice) -> None:
         if self.tau > MAX_TAU:

@@ -37,11 +37,12 @@ from thelma_py.tags import LINK_SHIFT
 SCHEMES = ("pull", "push", "aa")
 CUDA_OPTIONS = {"block": None, "min_blocks": 0, "streaming_stores": False,
                 "propagation": "direct", "wall_launch": "fused", "moving_tiles": None,
-                "wall_reads": None}
+                "wall_reads": None, "narrow": None}
 """Defaults of ``Lbm.cuda_options``; ``block`` None: 256 for dense fp32 pull and AA, else 128
 (measured, NOTES runs 9, 40 and 42); ``moving_tiles`` None: on where it runs (dense storage,
 direct propagation), as measured faster there (benchmarks/NOTES.md, run 23); ``wall_reads``
-None: by measurement, ``Lbm.wall_reads`` (runs 37–38)."""
+None: by measurement, ``Lbm.wall_reads`` (runs 37–38); ``narrow`` None: 32-bit indices
+wherever they fit (``Lbm.narrow``, run 44)."""
 MOVING_TILE = 2
 """Tile flag bit (``moving_tiles``): a wall link of the tile ends on a moving wall."""
 WALL_LAUNCHES = ("fused", "split")
@@ -135,6 +136,16 @@ class KernelConfig(cuda.KernelConfig):
         for kind, face in value:
             boundaries.check_arm(self.lattice, kind, face, self.scheme)
 
+    narrow: bool = attrs.field(default=False, kw_only=True)
+    """32-bit population indices from each thread's node (:data:`.cuda.NARROW_PROLOGUE`): for
+    buffers of fewer than 2^31 values (:func:`.cuda.narrow_fits`), direct propagation."""
+
+    @narrow.validator
+    def _check_narrow(self, _, value):
+        if value and self.propagation != "direct":
+            raise ValueError("narrow indices run with propagation 'direct' (the variants index "
+                             "their own exchanges)")
+
     @property
     def name(self) -> str:
         store = "" if self.store == "fp32" else f"_{self.store}"
@@ -208,37 +219,45 @@ def _wall_tile_prologue(prologue: str) -> str:
 
 def _writes(cfg: KernelConfig, parity: str) -> list[str]:
     """C statements storing p0..p{Q-1}, with bounce-back where the destination is a wall."""
-    lat, opp = cfg.lattice, cfg.lattice.opposite
+    lat, opp, narrow = cfg.lattice, cfg.lattice.opposite, cfg.narrow
     store = "__stcs" if cfg.streaming_stores else "store"
     lines = []
     for i in range(lat.q):
         if cfg.scheme == "pull":
-            target = bounce = f"dst[{i} * N + n]"
+            array = "dst"
+            target = bounce = cuda.slot_index(lat, i, narrow=narrow)
         elif cfg.scheme == "push":
-            target, bounce = (f"dst[{i} * N + {cuda.node_index(lat, i, +1)}]",
-                              f"dst[{opp[i]} * N + n]")
+            array = "dst"
+            target, bounce = (cuda.slot_index(lat, i, i, +1, narrow),
+                              cuda.slot_index(lat, opp[i], narrow=narrow))
         elif parity == "even":
-            target = bounce = f"f[{opp[i]} * N + n]"
+            array = "f"
+            target = bounce = cuda.slot_index(lat, opp[i], narrow=narrow)
         else:
-            target, bounce = f"f[{i} * N + {cuda.node_index(lat, i, +1)}]", f"f[{opp[i]} * N + n]"
+            array = "f"
+            target, bounce = (cuda.slot_index(lat, i, i, +1, narrow),
+                              cuda.slot_index(lat, opp[i], narrow=narrow))
+        array = cuda.buffer(array, narrow)
         value = cuda.pop_value(lat, i, f"p{i}", cfg.store)  # w_i = w_ī: either slot
         if i == 0 or target == bounce:
-            lines.append(f"{store}({address(target)}, {value});")
+            lines.append(f"{store}({address(f'{array}[{target}]')}, {value});")
             continue
         # p_i heads for x + c_i; if that node is solid, link ī of x crosses the wall and the
         # population comes straight back as ī, with Ladd's term for direction ī.
         j = opp[i]
         wall = f"((tag >> {LINK_SHIFT + j - 1}) & 1)"
+        # narrow: one 32-bit index select; wide: the two addresses (as measured before)
+        chosen = (address(f"{array}[{wall} ? {bounce} : {target}]") if narrow else
+                  f"{wall} ? {address(f'{array}[{bounce}]')} : {address(f'{array}[{target}]')}")
         if cfg.moving_walls:
             setup, term = _wall_term(cfg, j)
             # moving_tiles: elsewhere the term is ±0 (one more uniform test, no code copied)
             moving = f"{wall} && (tile & {MOVING_TILE})" if cfg.moving_tiles else wall
             lines.append(f"real_t q{i} = p{i};\n"
                          f"if ({moving}) {{ {setup} q{i} += {term}; }}\n"
-                         f"{store}({wall} ? {address(bounce)} : {address(target)}, "
-                         f"{cuda.pop_value(lat, i, f'q{i}', cfg.store)});")
+                         f"{store}({chosen}, {cuda.pop_value(lat, i, f'q{i}', cfg.store)});")
         else:
-            lines.append(f"{store}({wall} ? {address(bounce)} : {address(target)}, {value});")
+            lines.append(f"{store}({chosen}, {value});")
     return lines
 
 
@@ -274,11 +293,11 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     reads = "refetch" if part == "bulk" and not cfg.box_walls else cfg.wall_reads
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
                                           wall_momentum if cfg.moving_walls else None, cfg.store,
-                                          reads)
+                                          reads, cfg.narrow)
     writes = _writes(cfg, parity)
     if cfg.moving_tiles and cfg.moving_walls:  # wall-row lookups only where a wall moves
         fixups = _by_tile(fixups, cuda.population_reads(cfg.lattice, cfg.scheme, parity, None,
-                                                         cfg.store, reads)[1])
+                                                         cfg.store, reads, cfg.narrow)[1])
     body, rho, u = _collision(cfg)
     pad = " " * 4
     # Every node runs the wall-aware path: clean tiles compute their tag (fluid, and the links
@@ -331,6 +350,9 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
         prologue = variants.clamped_prologue(prologue)
     if part == "walls":
         prologue = _wall_tile_prologue(prologue)
+    if cfg.narrow:
+        arrays = ("f",) if cfg.scheme == "aa" else ("src", "dst")
+        prologue += cuda.NARROW_PROLOGUE + "\n" + cuda.narrow_pointers(arrays)
     return f"{signature}\n{{\n{prologue}\n{code}\n}}\n"
 
 

@@ -39,16 +39,17 @@ def pair(backend, lattice_name, collision, geometry, scheme, cuda_options=None):
     ("D3Q19", "bgk", "neighbour", "pull"), ("D3Q19", "trt", "curved", "pull"),
     ("D3Q19", "mrt", "equilibrium", "aa"), ("D3Q27", "bgk", "walled", "push"),
     ("D3Q27", "cumulant", "walled", "aa"),
-    # 64-bit indices (every domain here takes 32-bit ones by default: Lbm.narrow)
-    ("D2Q9", "trt", "walled", "aa-wide"), ("D3Q19", "bgk", "neighbour", "pull-wide"),
-    ("D3Q19", "trt", "zou-he", "push-wide"), ("D3Q19", "mrt", "walled", "aa-wide")])
+    # the other indexing than the default (Lbm.narrow: 32-bit for AA, 64-bit for pull, push)
+    ("D2Q9", "trt", "walled", "aa-wide"), ("D3Q19", "bgk", "neighbour", "pull-narrow"),
+    ("D3Q19", "trt", "zou-he", "push-narrow"), ("D3Q19", "mrt", "walled", "aa-wide")])
 def test_host_cuda_dense_engine_equals_numpy(host_gpu, lattice_name, collision, geometry,
                                              scheme):
-    scheme, wide = scheme.removesuffix("-wide"), scheme.endswith("-wide")
+    scheme, _, forced = scheme.partition("-")
+    narrow = forced == "narrow" or (not forced and scheme == "aa")
     cpu, gpu, tags = pair(host_gpu, lattice_name, collision, geometry, scheme,
-                          {"narrow": False} if wide else None)
+                          {"narrow": narrow} if forced else None)
     assert type(gpu).__name__ == "CudaLbm"
-    assert ("N32" in gpu.source) is not wide
+    assert ("N32" in gpu.source) is narrow
     gpu.poison()
     fluid = tags.fluid
     for steps in (7, 6):  # ends after an odd, then an even number of steps (AA's two kernels)

@@ -125,8 +125,10 @@ class Lbm(RelaxationTime):
         return "select" if self.store != "fp32" or box_walls else "refetch"
 
     def narrow(self, lattice: Lattice, nodes: int | None) -> bool:
-        """``cuda_options['narrow']``, or where it runs: dense storage, direct propagation and
-        buffers of fewer than 2^31 values (``nodes`` known; :func:`.cuda.narrow_fits`)."""
+        """``cuda_options['narrow']``, or the measured default where it runs (dense storage,
+        direct propagation, buffers of fewer than 2^31 values: ``nodes`` known,
+        :func:`.cuda.narrow_fits`): on for AA and 16-bit storage, off for fp32 pull and push
+        (H100 256³, NOTES run 44: 16-bit AA periodic +4.7 %, fp32 pull periodic −0.7 %)."""
         options = self.tuning()
         runs = (self.storage == "dense" and options["propagation"] == "direct"
                 and nodes is not None and narrow_fits(lattice.q, nodes))
@@ -134,7 +136,9 @@ class Lbm(RelaxationTime):
             raise ValueError(f"cuda_options narrow needs dense storage, direct propagation and "
                              f"fewer than 2^31 populations ({lattice.q} x {nodes} nodes); "
                              "leave it unset")
-        return runs if options["narrow"] is None else bool(options["narrow"])
+        if options["narrow"] is not None:
+            return bool(options["narrow"])
+        return runs and (self.streaming == "aa" or self.store != "fp32")
 
     @property
     def omega_minus(self) -> float:

@@ -280,8 +280,8 @@ def test_kernels_with_computed_face_tags_compile_with_nvcc(tmp_path):
 def test_narrow_indices_where_every_population_index_fits_32_bits():
     """32-bit indices by default where Q N < 2^31 (dense, direct propagation; AA and 16-bit
     storage, as measured), 64-bit beyond and where asked; forcing them where they cannot run
-    is a clear error. A narrow kernel indexes each population from the node's pointer (no 64-bit neighbour index), a wide one
-    as before."""
+    is a clear error. A narrow kernel indexes each population from the node's pointer (no
+    64-bit neighbour index), a wide one as before."""
     params = Lbm(nu=0.02, streaming="aa", store="fp16s")
     limit = 2**31 // D3Q19.q  # Q N < 2^31
     assert params.narrow(D3Q19, limit) and not params.narrow(D3Q19, limit + 1)

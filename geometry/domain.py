@@ -171,7 +171,9 @@ class Geometry:
               kind: str = "zou-he") -> int:
         """Velocity inlet on ``face``: a constant velocity or a function ``u(x, y[, z])`` of
         global node coordinates returning the components (a parabolic profile). ``kind`` is
-        'zou-he' (non-equilibrium bounce-back) or 'equilibrium'. Returns the boundary id."""
+        'zou-he' (non-equilibrium bounce-back), 'equilibrium', or 'characteristic' (an
+        equilibrium inlet that lets sound waves leave instead of reflecting them; LBM only).
+        Returns the boundary id."""
         _check_value(velocity, "velocity", self.dim)
         return self._add_open(face, _open_kind("inlet", kind), velocity=velocity)
 

@@ -94,9 +94,10 @@ def random_state(lattice: Lattice, shape, dtype, seed: int = 0) -> np.ndarray:
     return f.astype(dtype)
 
 
-OPEN_SETUPS = ("zou-he", "equilibrium", "neighbour")
-"""Open-boundary set-ups: Zou-He inlet/outlet; equilibrium inlet/outlet; outflow and
-free-slip (pull and push only: the AA scheme refuses them)."""
+OPEN_SETUPS = ("zou-he", "equilibrium", "characteristic", "neighbour")
+"""Open-boundary set-ups: Zou-He inlet/outlet; equilibrium inlet/outlet; characteristic inlet
+with an equilibrium outlet; outflow and free-slip (pull and push only: the AA scheme refuses
+them)."""
 
 
 def open_geometry(lattice: Lattice, setup: str) -> Geometry:
@@ -131,6 +132,10 @@ def open_geometry(lattice: Lattice, setup: str) -> Geometry:
     elif setup == "equilibrium":
         geo.edge(*lid[:1], velocity=lid[1])
         geo.inlet("-x", velocity=(u0, 0.0, 0.0)[: lattice.d], kind="equilibrium")
+        geo.outlet("+x", rho=0.999, kind="equilibrium")
+    elif setup == "characteristic":
+        geo.edge(*lid[:1], velocity=lid[1])
+        geo.inlet("-x", velocity=profile, kind="characteristic")
         geo.outlet("+x", rho=0.999, kind="equilibrium")
     elif setup == "neighbour":
         geo.inlet("-x", velocity=profile)

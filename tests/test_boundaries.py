@@ -124,7 +124,8 @@ def test_every_open_kind_has_one_rule_and_the_table_says_where_it_runs():
     for kind, record in boundaries.RULES.items():
         assert record.kind is kind and boundaries.rule(kind.name) is record
         assert record.aa is not record.neighbour  # copy rules read what AA overwrites
-        assert record.sparse and record.lwacm  # LW-ACM: ghost records (lwacm/rule.py)
+        assert record.sparse  # LW-ACM: ghost records (lwacm/rule.py), all but one kind
+        assert record.lwacm is (kind is not NodeKind.CHARACTERISTIC_VELOCITY)
     assert [r.name for r in boundaries.RULES.values() if r.neighbour] == ["OUTFLOW", "FREE_SLIP"]
     assert [r.name for r in boundaries.RULES.values() if r.edges] == ["FREE_SLIP"]
     with pytest.raises(ValueError, match="no LBM boundary rule for node kind 'WALL'.*VELOCITY"):
@@ -138,7 +139,8 @@ def test_refusals_come_from_the_table():
     assert boundaries.refusal("VELOCITY", streaming="aa", storage="sparse") is None
     assert "in-place AA" in boundaries.refusal("FREE_SLIP", streaming="aa")
     assert boundaries.refusal("FREE_SLIP", streaming="push") is None
-    assert all(boundaries.refusal(k, compute="lwacm") is None for k in boundaries.RULES)
+    assert [k.name for k in boundaries.RULES if boundaries.refusal(k, compute="lwacm")] == [
+        "CHARACTERISTIC_VELOCITY"]
     with pytest.raises(ValueError, match="unknown open boundary"):
         boundaries.check_arm(D3Q19, "VELOCITY", "-y+z", "pull")  # edges: free slip only
     boundaries.check_arm(D3Q19, "FREE_SLIP", "-y+z", "pull")
@@ -146,9 +148,9 @@ def test_refusals_come_from_the_table():
 
 def test_geometry_declares_the_core_open_kinds_by_label():
     assert {(e.method, e.label) for e in OPEN_TABLE if e.label} == {
-        ("inlet", "zou-he"), ("inlet", "equilibrium"), ("outlet", "zou-he"),
-        ("outlet", "equilibrium")}
-    with pytest.raises(ValueError, match="valid: 'zou-he', 'equilibrium'"):
+        ("inlet", "zou-he"), ("inlet", "equilibrium"), ("inlet", "characteristic"),
+        ("outlet", "zou-he"), ("outlet", "equilibrium")}
+    with pytest.raises(ValueError, match="valid: 'zou-he', 'equilibrium', 'characteristic'"):
         Geometry((8, 8)).inlet("-x", velocity=(0.01, 0.0), kind="regularized")
 
 

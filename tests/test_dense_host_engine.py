@@ -38,7 +38,8 @@ def pair(backend, lattice_name, collision, geometry, scheme, cuda_options=None):
     ("D3Q19", "mrt", "walled", "aa"), ("D3Q19", "trt", "zou-he", "push"),
     ("D3Q19", "bgk", "neighbour", "pull"), ("D3Q19", "trt", "curved", "pull"),
     ("D3Q19", "mrt", "equilibrium", "aa"), ("D3Q27", "bgk", "walled", "push"),
-    ("D3Q27", "cumulant", "walled", "aa"),
+    ("D3Q27", "cumulant", "walled", "aa"), ("D2Q9", "trt", "characteristic", "pull"),
+    ("D3Q19", "bgk", "characteristic", "aa"),
     # the other indexing than the default (Lbm.narrow: 32-bit for AA, 64-bit for pull, push)
     ("D2Q9", "trt", "walled", "aa-wide"), ("D3Q19", "bgk", "neighbour", "pull-narrow"),
     ("D3Q19", "trt", "zou-he", "push-narrow"), ("D3Q19", "mrt", "walled", "aa-wide")])

@@ -75,6 +75,7 @@ GEOMETRIES = {"porous": porous_geometry, "walled": walled_geometry, "curved": cu
               "gap": gap_geometry,
               "zou-he": lambda lat: open_geometry(lat, "zou-he"),
               "equilibrium": lambda lat: open_geometry(lat, "equilibrium"),
+              "characteristic": lambda lat: open_geometry(lat, "characteristic"),
               "neighbour": lambda lat: open_geometry(lat, "neighbour")}
 
 

@@ -27,10 +27,12 @@ def test_node_kind_values_are_pinned():
     # Saved geometries and checkpoints store these numbers: they never change.
     assert {k.name: int(k) for k in NodeKind} == {
         "FLUID": 1, "WALL": 2, "VELOCITY": 3, "PRESSURE": 4, "EQUILIBRIUM_VELOCITY": 5,
-        "EQUILIBRIUM_PRESSURE": 6, "OUTFLOW": 7, "FREE_SLIP": 8, "INTERPOLATED": 9}
+        "EQUILIBRIUM_PRESSURE": 6, "OUTFLOW": 7, "FREE_SLIP": 8, "INTERPOLATED": 9,
+        "CHARACTERISTIC_VELOCITY": 10}
     assert NodeKind.WALL.is_solid and not NodeKind.FLUID.is_solid
     assert [k for k in NodeKind if k.is_solid] == [NodeKind.WALL]
-    assert [k for k in NodeKind if k.is_open] == list(NodeKind)[2:8]
+    assert [k for k in NodeKind if k.is_open] == [*list(NodeKind)[2:8],
+                                                  NodeKind.CHARACTERISTIC_VELOCITY]
     assert max(NodeKind) < 1 << KIND_BITS
 
 

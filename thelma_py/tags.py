@@ -57,6 +57,10 @@ class NodeKind(enum.IntEnum):
     """Fluid node with a link cut by a body declared ``interpolated``: those links use
     interpolated bounce-back (Bouzidi, Firdaouss & Lallemand 2001) with the exact wall distance
     q of each link (``NodeTags.curved_nodes`` / ``curved_q``); the node then collides."""
+    CHARACTERISTIC_VELOCITY = 10
+    """Velocity inlet that lets sound leave: every population set to f_eq(ρ, u) with the
+    incoming acoustic characteristic held at the prescribed state and the outgoing one taken
+    from the node (ρ from the Zou-He mass balance)."""
 
     @property
     def is_solid(self) -> bool:
@@ -87,6 +91,7 @@ OPEN_TABLE = (
     OpenKind(NodeKind.PRESSURE, "outlet", "zou-he"),
     OpenKind(NodeKind.EQUILIBRIUM_VELOCITY, "inlet", "equilibrium"),
     OpenKind(NodeKind.EQUILIBRIUM_PRESSURE, "outlet", "equilibrium"),
+    OpenKind(NodeKind.CHARACTERISTIC_VELOCITY, "inlet", "characteristic"),
     OpenKind(NodeKind.OUTFLOW, "outflow"),
     OpenKind(NodeKind.FREE_SLIP, "free_slip"),
 )

@@ -401,6 +401,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="sphere: side velocity behind the sphere at the start, in U")
     parser.add_argument("--box", default=None,
                         help="sphere: length,width,upstream in d (default 15,7,4)")
+    parser.add_argument("--inlet", default=None,
+                        help="sphere: the inlet kind (equilibrium, characteristic, zou-he)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
@@ -440,6 +442,8 @@ def main(argv: list[str] | None = None) -> None:
     box = {} if args.box is None else dict(zip(("length", "width", "upstream"),
                                               (float(v) for v in args.box.split(",")),
                                               strict=True))
+    if args.inlet is not None:
+        box["inlet"] = args.inlet
     name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"
     runs = []
     for scheme in (args.schemes or "cumulant").split(","):

@@ -10,6 +10,8 @@ rebuilds them from the known ones, then the node collides like any fluid node.
   make Σ_i c_i f_i = ρ u exactly. ρ (velocity inlet) or u · n (pressure outlet) follows from the
   mass balance ρ (1 + u · n) = Σ_{c·n=0} f + 2 Σ_{c·n>0} f. With ``equilibrium=True`` every
   population becomes f_eq(ρ, u) of the same closure (equilibrium inlet / outlet).
+- :func:`characteristic_rule`: a velocity inlet that lets sound leave (the incoming acoustic
+  characteristic held at the prescribed state, the outgoing one from the node).
 - :func:`outflow_sources` (zero gradient) and :func:`free_slip_sources` (specular reflection)
   name, for each missing population, which streamed population of which neighbour it copies.
 
@@ -30,7 +32,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from thelma_py.codegen.expr import dot
+from thelma_py.codegen.expr import dot, sqrt
 from thelma_py.lattice import Lattice
 from thelma_py.nodes import EDGE_CODE, FACES, face_code, face_label
 from thelma_py.tags import OPEN_KINDS, NodeKind
@@ -152,6 +154,33 @@ def pressure_rule(lattice: Lattice, normal, f: Sequence, let: Callable, value,
     return nebb(lattice, normal, f, let, rho=value[3], equilibrium=equilibrium, force=force)
 
 
+def characteristic_rule(lattice: Lattice, normal, f: Sequence, let: Callable, value,
+                        force: Sequence[float] | None = None) -> list:
+    """Velocity inlet that lets sound leave (one-dimensional characteristics along the
+    outward ``normal`` n, linearised about the prescribed state u_b = ``value[:D]``,
+    ρ_b = ``value[3]``): the wave entering the domain carries c_s δρ − δu_n, and is held at
+    zero, u_n = u_b·n + c_s (ρ − ρ_b); the wave leaving it is what the node's streamed
+    populations say, through the mass balance ρ (1 + u_n) = K of :func:`nebb`. Together
+    c_s ρ² + (1 + u_b·n − c_s ρ_b) ρ − K = 0, whose positive root is taken in the form
+    2K / (b + √(b² + 4 c_s K)). The tangential velocity is the prescribed one; every
+    population becomes f_eq(ρ, u). An equilibrium or Zou-He inlet holds u_n at u_b·n and
+    reflects a pressure wave whole, as a closed end does."""
+    c, cs = lattice.c, float(np.sqrt(lattice.cs2))
+    normal = np.asarray(normal, dtype=np.int64)
+    cn = c @ normal
+    known = sum(f[j] for j in range(lattice.q) if cn[j] == 0)
+    known = let(known + 2.0 * sum(f[j] for j in range(lattice.q) if cn[j] > 0))
+    shift = [0.0] * lattice.d if force is None else [-0.5 * float(g) for g in force]
+    target = [value[a] + shift[a] for a in range(lattice.d)]
+    rho_b = value[3]
+    b = let(1.0 + dot(normal, target) - cs * rho_b)
+    rho = let(2.0 * known / (b + sqrt(b * b + 4.0 * cs * known)))
+    excess = let(cs * (rho - rho_b))
+    u = [target[a] + excess * float(normal[a]) if normal[a] != 0 else target[a]
+         for a in range(lattice.d)]
+    return lattice.equilibrium(rho, u)
+
+
 @attrs.frozen
 class BoundaryRule:
     """One open node kind of the LBM plug-in: how its missing populations are rebuilt after
@@ -206,6 +235,8 @@ RULES: dict[NodeKind, BoundaryRule] = {rule.kind: rule for rule in (
                  local=functools.partial(pressure_rule, equilibrium=True), lwacm=True),
     BoundaryRule(NodeKind.OUTFLOW, sources=outflow_sources, lwacm=True),
     BoundaryRule(NodeKind.FREE_SLIP, sources=free_slip_sources, edges=True, lwacm=True),
+    # LW-ACM keeps its own ghost records (lwacm/rule.py) and has no characteristic ghost yet
+    BoundaryRule(NodeKind.CHARACTERISTIC_VELOCITY, local=characteristic_rule),
 )}
 """The open-boundary rules of the LBM plug-in, one record per node kind."""
 

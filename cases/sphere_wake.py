@@ -63,7 +63,9 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     """The sphere channel (module docstring) at ``reynolds`` = U d / ν; ``collision``, ``les``
     and ``lattice`` go to the compute plug-in as given (cumulant: lattice D3Q27; ``compute``
     'lwacm' or 'lwacm-fused' takes no collision); ``inlet`` and ``outlet`` are the kinds of
-    the open faces; ``interpolated`` False gives a staircase sphere (what LW-ACM takes).
+    the open faces ('characteristic' lets sound leave: an outlet of that kind is a
+    characteristic inlet on +x holding the incoming wave at ρ = 1, U; docs/validation/flows.md,
+    section 3); ``interpolated`` False gives a staircase sphere (what LW-ACM takes).
     ``kick`` > 0 starts the flow with a side velocity (``kick`` U along y, ½ ``kick`` U along
     z) in the slab 0.5 d to 3 d behind the sphere's centre, so that an asymmetric wake does
     not have to grow from round-off (Re > 210); it is swept out within a few d/U. ``probes``:
@@ -74,7 +76,10 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     shape = (round(length * d), round(width * d), round(width * d))
     geometry = tp.geometry.Geometry(shape, periodic=(False, True, True))
     geometry.inlet("-x", velocity=(u, 0.0, 0.0), kind=inlet)
-    geometry.outlet("+x", rho=1.0, kind=outlet)
+    if outlet == "characteristic":  # a far-field face: the incoming wave at (ρ = 1, U)
+        geometry.inlet("+x", velocity=(u, 0.0, 0.0), kind="characteristic")
+    else:
+        geometry.outlet("+x", rho=1.0, kind=outlet)
     centre = (upstream * d, shape[1] / 2 - 0.5, shape[2] / 2 - 0.5)
     body = geometry.body(tp.geometry.Sphere(centre, d / 2), interpolated=interpolated)
     assert body == BODY_ID

@@ -403,6 +403,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="sphere: length,width,upstream in d (default 15,7,4)")
     parser.add_argument("--inlet", default=None,
                         help="sphere: the inlet kind (equilibrium, characteristic, zou-he)")
+    parser.add_argument("--outlet", default=None,
+                        help="sphere: the outlet kind (equilibrium, characteristic, zou-he)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
@@ -442,8 +444,7 @@ def main(argv: list[str] | None = None) -> None:
     box = {} if args.box is None else dict(zip(("length", "width", "upstream"),
                                               (float(v) for v in args.box.split(",")),
                                               strict=True))
-    if args.inlet is not None:
-        box["inlet"] = args.inlet
+    box.update({k: v for k, v in (("inlet", args.inlet), ("outlet", args.outlet)) if v})
     name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"
     runs = []
     for scheme in (args.schemes or "cumulant").split(","):

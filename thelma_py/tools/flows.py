@@ -359,7 +359,7 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
             "probes": None if probes is None else _rounded(probes)}
 
 
-def _rounded(columns: dict[str, np.ndarray], digits: int = 7) -> dict[str, list[float]]:
+def _rounded(columns: dict[str, np.ndarray], digits: int = 5) -> dict[str, list[float]]:
     """Columns as lists of floats to ``digits`` significant digits (the JSON stays small)."""
     return {k: [float(f"{x:.{digits}g}") for x in v] for k, v in columns.items()}
 

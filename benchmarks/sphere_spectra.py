@@ -1,0 +1,92 @@
+"""Spectra of the sphere's wake rings (docs/validation/flows.md, section 3, session 13), on a
+CPU with matplotlib:
+
+    python benchmarks/sphere_spectra.py OUT.png RUN.json[:LABEL] ...
+
+For each run (a flows sphere JSON with probe series), three panels' curves against St = f d / U:
+the rings' side-to-side motion (azimuthal mode 1, :func:`sphere_wake.ring_motion`) at 1 d and at
+3 d behind the centre, and the rings' mean streamwise velocity at 3 d (mode 0: the box's
+standing sound waves show there as sharp lines at (2m + 1) c_s d / (4 L U)). Welch averages of
+25 d/U segments (half overlapping, Hann window) after the run's first 10 d/U.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from thelma_py.cases import sphere_wake
+
+SEGMENT = 25.0
+"""Welch segment length, in d/U."""
+
+
+def welch(times: np.ndarray, columns, d: float, u: float) -> tuple[np.ndarray, np.ndarray]:
+    """St and the summed Welch power of ``columns`` sampled at ``times`` (steps)."""
+    dt = float(times[1] - times[0])
+    size = int(round(SEGMENT * d / u / dt))
+    window = np.hanning(size)
+    power = 0.0
+    for c in columns:
+        for start in range(0, len(times) - size + 1, size // 2):
+            x = c[start:start + size]
+            power = power + np.abs(np.fft.rfft((x - x.mean()) * window, 4 * size)) ** 2
+    return np.fft.rfftfreq(4 * size, dt) * d / u, power
+
+
+def panels(run: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The three spectra of one run, each scaled to its largest value above St = 0.1."""
+    d, u = run["d"], run["u"]
+    centre = run["options"].get("upstream", 4.0) * d
+    probes = {k: np.asarray(v) for k, v in run["probes"].items()}
+    late = probes["step"] >= 10 * d / u
+    times = probes["step"][late]
+    columns = {k: v[late] for k, v in probes.items() if k != "step"}
+    rings = sphere_wake.ring_motion(columns)
+    at = {round((x - centre) / d): x for x in rings}
+    streamwise = np.mean([v for k, v in columns.items() if k.startswith("ux_")
+                          and sphere_wake._station(k) == at[3]], axis=0)
+    out = {"side motion, 1 d": welch(times, rings[at[1]], d, u),
+           "side motion, 3 d": welch(times, rings[at[3]], d, u),
+           "mean u_x, 3 d": welch(times, [streamwise], d, u)}
+    for key, (st, power) in out.items():
+        out[key] = (st, power / power[st > 0.1].max())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("runs", nargs="+", help="JSON files, each optionally :label")
+    args = parser.parse_args()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), sharey=True)
+    for item in args.runs:
+        path, _, label = item.partition(":")
+        run = json.loads(Path(path).read_text())["runs"][0]
+        for ax, (title, (st, power)) in zip(axes, panels(run).items(), strict=True):
+            ax.semilogy(st, power, lw=1, label=label or Path(path).stem)
+            ax.set_title(title)
+    for ax in axes:
+        ax.axvline(0.215, color="k", ls="--", lw=0.8)
+        ax.set_xlim(0.1, 1.2)
+        ax.set_ylim(1e-3, 1.5)
+        ax.set_xlabel("St = f d / U")
+    axes[0].set_ylabel("power (largest above St 0.1 = 1)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Sphere, Re 3700, d = 32, cumulant: wake rings 0.6 d off the axis "
+                 "(dashed: DNS shedding St 0.215)")
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -41,8 +41,8 @@ CUDA_OPTIONS = {"block": None, "min_blocks": 0, "streaming_stores": False,
 """Defaults of ``Lbm.cuda_options``; ``block`` None: 256 for dense fp32 pull and AA, else 128
 (measured, NOTES runs 9, 40 and 42); ``moving_tiles`` None: on where it runs (dense storage,
 direct propagation), as measured faster there (benchmarks/NOTES.md, run 23); ``wall_reads``
-None: by measurement, ``Lbm.wall_reads`` (runs 37–38); ``narrow`` None: 32-bit indices
-wherever they fit (``Lbm.narrow``, run 44)."""
+None: by measurement, ``Lbm.wall_reads`` (runs 37–38); ``narrow`` None: by measurement,
+``Lbm.narrow`` (run 44: 32-bit indices for AA and 16-bit storage where they fit)."""
 MOVING_TILE = 2
 """Tile flag bit (``moving_tiles``): a wall link of the tile ends on a moving wall."""
 WALL_LAUNCHES = ("fused", "split")
@@ -223,21 +223,14 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
     store = "__stcs" if cfg.streaming_stores else "store"
     lines = []
     for i in range(lat.q):
+        array = cuda.buffer("f" if cfg.scheme == "aa" else "dst", narrow)
         if cfg.scheme == "pull":
-            array = "dst"
             target = bounce = cuda.slot_index(lat, i, narrow=narrow)
-        elif cfg.scheme == "push":
-            array = "dst"
-            target, bounce = (cuda.slot_index(lat, i, i, +1, narrow),
-                              cuda.slot_index(lat, opp[i], narrow=narrow))
-        elif parity == "even":
-            array = "f"
+        elif cfg.scheme == "aa" and parity == "even":  # in place, into the opposite slot
             target = bounce = cuda.slot_index(lat, opp[i], narrow=narrow)
-        else:
-            array = "f"
+        else:  # push and AA odd: to the downstream node, or bounced into slot ī here
             target, bounce = (cuda.slot_index(lat, i, i, +1, narrow),
                               cuda.slot_index(lat, opp[i], narrow=narrow))
-        array = cuda.buffer(array, narrow)
         value = cuda.pop_value(lat, i, f"p{i}", cfg.store)  # w_i = w_ī: either slot
         if i == 0 or target == bounce:
             lines.append(f"{store}({address(f'{array}[{target}]')}, {value});")

@@ -40,6 +40,7 @@ TINY = {
     "stl_object": [dict(size=4, reynolds=5.0)],
     "channel": [dict(h=3, re_tau=20.0, u_tau=0.01), dict(h=3, re_tau=20.0, collision="bgk")],
     "sphere_wake": [dict(d=4, reynolds=20.0, length=6, width=4, upstream=2, collision="trt")],
+    "acoustic_pulse": [dict(n=40), dict(n=30, inlet="equilibrium", lattice="D3Q19")],
 }
 TINY_ARGV = {
     "lid_driven_cavity": ["--set", "n=8", "--steps", "5", "--quiet"],

@@ -8,37 +8,21 @@ characteristic it should leave, R → 0."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 import thelma_py as tp
+from thelma_py.cases import acoustic_pulse
 from thelma_py.lattice import D2Q9, D3Q19
 from thelma_py.modules.compute.lbm.boundaries import characteristic_rule
 
-NX, X0 = 300, 60
 
-
-def reflection(kind: str, u: float, tau: float, lattice: str = "D2Q9") -> float:
-    """A Gaussian pulse (σ = 4 nodes, 10⁻³) at x = 60 of a 300-node channel (periodic across,
-    an equilibrium outlet at +x), uniform flow u from an inlet of ``kind`` at −x, BGK, fp64.
-    After the time the left half takes out to the inlet and back, the largest |ρ − 1| in the
-    left half of the channel over that in the right half (the other half, damped alike)."""
-    d = 2 if lattice == "D2Q9" else 3
-    geometry = tp.geometry.Geometry((NX,) + (4,) * (d - 1), periodic=(False,) + (True,) * (d - 1))
-    velocity = (u,) + (0.0,) * (d - 1)
-    geometry.inlet("-x", velocity=velocity, kind=kind)
-    geometry.outlet("+x", rho=1.0, kind="equilibrium")
-    init = tp.plugin("init", "equilibrium", u=velocity,
-                     rho=lambda x, *_: 1.0 + 1e-3 * np.exp(-0.5 * ((x - X0) / 4.0) ** 2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Zou-He faces below their τ limit warn
-        solver = tp.compose(lattice, geometry, tp.plugin("compute", "lbm", nu=(tau - 0.5) / 3),
-                            init=init, device="cpu", precision="float64")
-    solver.run(round(2 * X0 * np.sqrt(3)))
-    line = np.abs(solver.density() - 1.0).reshape(-1, NX).max(axis=0)
-    return float(line[: NX // 2].max() / line[NX // 2:].max())
+def reflection(inlet: str, u: float, tau: float, lattice: str = "D2Q9") -> float:
+    """The pulse of :mod:`thelma_py.cases.acoustic_pulse` (σ = 4 nodes, 10⁻³, 60 nodes from the
+    inlet of a 300-node channel) after its way out and back: reflected over incident."""
+    solver = acoustic_pulse.build(inlet=inlet, u=u, tau=tau, lattice=lattice, device="cpu")
+    solver.run(acoustic_pulse.DEFAULT_STEPS)
+    return acoustic_pulse.reflection(solver)
 
 
 @pytest.mark.parametrize(("u", "tau"), [(0.05, 0.51), (0.0, 0.5005), (0.1, 0.6)])

@@ -29,7 +29,15 @@ import numpy as np
 
 import thelma_py as tp
 from thelma_py.backend import select_backend
-from thelma_py.cases import channel, cylinder, cylinder_2d2, poiseuille, sphere_wake, taylor_green
+from thelma_py.cases import (
+    acoustic_pulse,
+    channel,
+    cylinder,
+    cylinder_2d2,
+    poiseuille,
+    sphere_wake,
+    taylor_green,
+)
 from thelma_py.cases import lid_driven_cavity as cavity
 from thelma_py.cases import open_channel as open_flows
 from thelma_py.cases.reference import TGV_REFERENCE, load_ghia, load_tgv_reference
@@ -425,11 +433,33 @@ def channel_section(size: str, device: str, gpu: bool) -> Section:
               e["below"] < 0.10)], plot)
 
 
+def _pulse_checks(device: str) -> tuple[str, list[Check]]:
+    """The acoustic pulse at an equilibrium and a characteristic inlet (D2Q9, 300 nodes, a few
+    seconds): the first returns it (a closed end), the second lets it out."""
+    values = {}
+    for inlet in ("equilibrium", "characteristic"):
+        solver = acoustic_pulse.build(inlet=inlet, device=device)
+        solver.run(acoustic_pulse.DEFAULT_STEPS)
+        values[inlet] = acoustic_pulse.reflection(solver)
+    text = (f" A sound pulse comes back from an equilibrium inlet with {values['equilibrium']:.3f}"
+            f" of its amplitude and from a characteristic inlet with "
+            f"{values['characteristic']:.3f} (`cases/acoustic_pulse.py`): faces that reflect "
+            "sound make the sphere's box ring at St = (2m + 1) c_s d / (4 L U), and its wake "
+            "locks to those lines.")
+    return text, [
+        Check("sound pulse at an equilibrium inlet: reflected / incident",
+              values["equilibrium"], "> 0.8 (closed end)", values["equilibrium"] > 0.8),
+        Check("sound pulse at a characteristic inlet: reflected / incident",
+              values["characteristic"], "< 0.08", values["characteristic"] < 0.08)]
+
+
 def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
-    """On a GPU the sphere at Re = 3700 (cumulant, d = 32): mean c_D and St within 5 % of the
-    DNS. On a CPU a steady sphere at Re = 50 (d = 6, TRT): mean c_D within 25 % of the
-    Schiller-Naumann correlation (a smoke check: blockage, coarse d, acoustic start)."""
+    """On a GPU the sphere at Re = 3700 (cumulant, d = 32, characteristic inlet and outlet):
+    mean c_D and St within 5 % of the DNS. On a CPU a steady sphere at Re = 50 (d = 6, TRT):
+    mean c_D within 25 % of the Schiller-Naumann correlation (a smoke check: blockage, coarse
+    d, acoustic start). Both: a sound pulse leaves through a characteristic inlet."""
     title = "Sphere in the subcritical regime: mean drag and Strouhal number"
+    pulse_text, pulse_checks = _pulse_checks(device)
     if not gpu:
         d, u, re = 6, 0.05, 50.0
         solver = sphere_wake.build(d=d, reynolds=re, u=u, length=8, width=4, upstream=2.5,
@@ -440,16 +470,18 @@ def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
         error = abs(c_d / expected - 1)
         text = (f"CPU smoke run: Re = {re:g}, d = {d}, 8d × 4d × 4d (blockage 4.9 %), mean c_D "
                 f"over 6-12 d/U = {c_d:.3f} (Schiller-Naumann {expected:.3f}, unbounded; the "
-                "blockage and the start's pressure waves raise it). Re = 3700 needs a GPU.")
+                "blockage and the start's pressure waves raise it). Re = 3700 needs a GPU."
+                + pulse_text)
         return Section(title, "sphere_subcritical", text, [Check(
             "sphere Re=50 d=6: |mean c_D / Schiller-Naumann − 1|", error, "< 0.25",
-            error < 0.25)])
-    r = flows.sphere_run(3700.0, device=device)
+            error < 0.25), *pulse_checks])
+    r = flows.sphere_run(3700.0, device=device, inlet="characteristic",
+                         outlet="characteristic", kick=0.2, transient=10.0, average=100.0)
     text = (f"Re = 3700, d = {r['d']}, {r['shape']}, cumulant: c_D = {r['c_D']:.3f}, "
             f"St = {r['St']:.3f} ± {r['resolution'] / 2:.3f}; reference "
             f"{r['reference']['source']}: c_D {r['reference']['c_D']}, St "
-            f"{r['reference']['St']}.")
-    return Section(title, "sphere_subcritical", text, [
+            f"{r['reference']['St']}." + pulse_text)
+    return Section(title, "sphere_subcritical", text, [*pulse_checks,
         Check(f"sphere Re=3700: |c_D / {r['reference']['c_D']} − 1|", abs(r["c_D_error"]),
               "< 0.05", abs(r["c_D_error"]) < 0.05),
         Check(f"sphere Re=3700: |St / {r['reference']['St']} − 1|", abs(r["St_error"]),

@@ -61,6 +61,20 @@ def missing(lattice: Lattice, normal: Sequence[int]) -> list[int]:
     return [i for i in range(lattice.q) if int(lattice.c[i] @ normal) < 0]
 
 
+def mass_balance(lattice: Lattice, normal: Sequence[int], f: Sequence, let: Callable):
+    """K = Σ_{c·n=0} f + 2 Σ_{c·n>0} f of the node's known populations at a face with outward
+    ``normal``: ρ (1 + u · n) = K whatever the missing populations are (Zou & He 1997)."""
+    cn = lattice.c @ np.asarray(normal, dtype=np.int64)
+    known = sum(f[j] for j in range(lattice.q) if cn[j] == 0)
+    return let(known + 2.0 * sum(f[j] for j in range(lattice.q) if cn[j] > 0))
+
+
+def force_shift(lattice: Lattice, force: Sequence[float] | None) -> list[float]:
+    """−g/2 per axis (Guo forcing: a rule imposes the first moment u − g/2), zeros without a
+    body force."""
+    return [0.0] * lattice.d if force is None else [-0.5 * float(g) for g in force]
+
+
 def nebb(lattice: Lattice, normal: Sequence[int], f: Sequence, let: Callable, *,
          velocity: Sequence | None = None, rho=None, equilibrium: bool = False,
          force: Sequence[float] | None = None) -> list:
@@ -73,12 +87,10 @@ def nebb(lattice: Lattice, normal: Sequence[int], f: Sequence, let: Callable, *,
     c, w, cs2 = lattice.c, lattice.w, lattice.cs2
     normal = np.asarray(normal, dtype=np.int64)
     cn = c @ normal
-    known = sum(f[j] for j in range(lattice.q) if cn[j] == 0)
-    known = known + 2.0 * sum(f[j] for j in range(lattice.q) if cn[j] > 0)
-    known = let(known)
+    known = mass_balance(lattice, normal, f, let)
     if (velocity is None) == (rho is None):
         raise ValueError("give velocity (inlet) or rho (outlet), not both")
-    shift = [0.0] * lattice.d if force is None else [-0.5 * float(g) for g in force]
+    shift = force_shift(lattice, force)
     if velocity is not None:
         u = [ua + sa for ua, sa in zip(velocity, shift, strict=True)]
         rho = let(known / (1.0 + dot(normal, u)))
@@ -165,12 +177,10 @@ def characteristic_rule(lattice: Lattice, normal, f: Sequence, let: Callable, va
     2K / (b + √(b² + 4 c_s K)). The tangential velocity is the prescribed one; every
     population becomes f_eq(ρ, u). An equilibrium or Zou-He inlet holds u_n at u_b·n and
     reflects a pressure wave whole, as a closed end does."""
-    c, cs = lattice.c, float(np.sqrt(lattice.cs2))
+    cs = float(np.sqrt(lattice.cs2))
     normal = np.asarray(normal, dtype=np.int64)
-    cn = c @ normal
-    known = sum(f[j] for j in range(lattice.q) if cn[j] == 0)
-    known = let(known + 2.0 * sum(f[j] for j in range(lattice.q) if cn[j] > 0))
-    shift = [0.0] * lattice.d if force is None else [-0.5 * float(g) for g in force]
+    known = mass_balance(lattice, normal, f, let)
+    shift = force_shift(lattice, force)
     target = [value[a] + shift[a] for a in range(lattice.d)]
     rho_b = value[3]
     b = let(1.0 + dot(normal, target) - cs * rho_b)

@@ -31,7 +31,7 @@ X0 = 60
 DEFAULT_STEPS = round(2 * X0 * math.sqrt(3))
 """Out to the inlet and back at c_s."""
 
-__all__ = ["DEFAULT_STEPS", "X0", "build", "reflection", "report"]
+__all__ = ["DEFAULT_STEPS", "X0", "build", "measured_reflection", "reflection", "report"]
 
 
 def build(*, n: int = 300, width: float = 4.0, amplitude: float = 1e-3, u: float = 0.05,
@@ -63,6 +63,13 @@ def reflection(solver: tp.Solver) -> float:
     line = line.reshape(-1, line.shape[-1]).max(axis=0)
     half = len(line) // 2
     return float(line[:half].max() / line[half:].max())
+
+
+def measured_reflection(**params) -> float:
+    """:func:`build` with ``params``, run for :data:`DEFAULT_STEPS`, then :func:`reflection`."""
+    solver = build(**params)
+    solver.run(DEFAULT_STEPS)
+    return reflection(solver)
 
 
 def report(solver: tp.Solver, *, inlet: str = "characteristic", **_) -> str:

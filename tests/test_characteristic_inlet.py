@@ -20,9 +20,8 @@ from thelma_py.modules.compute.lbm.boundaries import characteristic_rule
 def reflection(inlet: str, u: float, tau: float, lattice: str = "D2Q9") -> float:
     """The pulse of :mod:`thelma_py.cases.acoustic_pulse` (σ = 4 nodes, 10⁻³, 60 nodes from the
     inlet of a 300-node channel) after its way out and back: reflected over incident."""
-    solver = acoustic_pulse.build(inlet=inlet, u=u, tau=tau, lattice=lattice, device="cpu")
-    solver.run(acoustic_pulse.DEFAULT_STEPS)
-    return acoustic_pulse.reflection(solver)
+    return acoustic_pulse.measured_reflection(inlet=inlet, u=u, tau=tau, lattice=lattice,
+                                              device="cpu")
 
 
 @pytest.mark.parametrize(("u", "tau"), [(0.05, 0.51), (0.0, 0.5005), (0.1, 0.6)])

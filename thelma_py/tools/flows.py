@@ -441,15 +441,15 @@ def main(argv: list[str] | None = None) -> None:
             print(_channel_line(r), flush=True)
         return
     reynolds = {"sphere3700": 3700.0, "sphere10000": 10000.0}.get(args.part, args.reynolds)
-    box = {} if args.box is None else dict(zip(("length", "width", "upstream"),
-                                              (float(v) for v in args.box.split(",")),
-                                              strict=True))
-    box.update({k: v for k, v in (("inlet", args.inlet), ("outlet", args.outlet)) if v})
+    case = {} if args.box is None else dict(zip(("length", "width", "upstream"),
+                                               (float(v) for v in args.box.split(",")),
+                                               strict=True))
+    case.update({k: v for k, v in (("inlet", args.inlet), ("outlet", args.outlet)) if v})
     name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"
     runs = []
     for scheme in (args.schemes or "cumulant").split(","):
         try:
-            r = sphere_run(reynolds, scheme, d=args.d, u=args.u, kick=args.kick, **box,
+            r = sphere_run(reynolds, scheme, d=args.d, u=args.u, kick=args.kick, **case,
                            max_seconds=args.max_seconds, **times, **common)
         except Exception as error:  # noqa: BLE001
             r = {"scheme": scheme, "reynolds": reynolds,

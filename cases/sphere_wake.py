@@ -19,9 +19,10 @@ per convective time d / U), and a probes plug-in the velocity on rings of eight 
 the wake's axis (0.6 d off it; 1, 2, 3 and 5 d behind the centre) as often.
 :func:`wake_measures` gives the mean c_D, the peak of the spectrum of the side force (F_y and
 F_z together: the wake of a sphere sheds in a plane that turns), ``St_force``, and the
-shedding Strouhal number St = f d / U from the cross-stream velocity at the probes, whose
-spectrum above St = 0.1 holds the shedding; below it lies the slow motion of the whole wake,
-which dominates the side force at Re 3700 (0.05; docs/validation/flows.md).
+shedding Strouhal number St = f d / U from the side-to-side motion of the rings (their mean
+cross-stream velocity, in which axisymmetric sound cancels), whose spectrum above St = 0.1
+holds the shedding; below it lies the slow motion of the whole wake, which dominates the side
+force at Re 3700 (0.05; docs/validation/flows.md).
 
 Run::
 
@@ -102,8 +103,8 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
 WAKE_STATIONS = (1.0, 2.0, 3.0, 5.0)
 """Distances behind the sphere's centre, in d, of the rings of wake probes."""
 WAKE_RADIUS = 0.6
-"""Radius of each ring, in d: in the shear layer a little outside the sphere's edge, where
-Rodríguez et al. (2011) follow the shedding."""
+"""Radius of each ring, in d: a little outside the sphere's edge, in the separated shear layer
+near the sphere and in the wake's edge further down."""
 WAKE_AZIMUTHS = 8
 """Probes per ring: the sphere sheds at random azimuths, so one probe can miss a passage."""
 

@@ -44,6 +44,16 @@ TGV_SCHEMES = {
                                                           "density": "absolute"}),
     "lwacm-fused": ("D3Q19", "lwacm-fused", {}),
     "lwacm-fused-shifted": ("D3Q19", "lwacm-fused", {"density": "shifted"}),
+    # the third-order equilibrium (session 14: cancels the explicit step's anti-diffusion
+    # along the flow, docs/validation/lwacm_energy.md section 8); "-q27": on D3Q27, which
+    # holds the component u_x u_y u_z that D3Q19 lacks
+    "lwacm-les-cubic": ("D3Q19", "lwacm", {"les": SMAGORINSKY, "equilibrium_order": 3}),
+    "lwacm-fused-les-cubic": ("D3Q19", "lwacm-fused", {"les": SMAGORINSKY,
+                                                       "equilibrium_order": 3}),
+    "lwacm-les-cubic-q27": ("D3Q27", "lwacm", {"les": SMAGORINSKY, "equilibrium_order": 3}),
+    "lwacm-fused-les-cubic-q27": ("D3Q27", "lwacm-fused", {"les": SMAGORINSKY,
+                                                           "equilibrium_order": 3}),
+    "lwacm-fused-cubic": ("D3Q19", "lwacm-fused", {"equilibrium_order": 3}),
     "cumulant": ("D3Q27", "lbm", {"collision": "cumulant"}),
     # without a subgrid model: what runs before the LES and cumulant plug-ins are merged
     "lbm-bgk": ("D3Q19", "lbm", {"collision": "bgk"}),

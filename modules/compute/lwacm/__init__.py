@@ -94,6 +94,14 @@ class LwacmParameters(RelaxationTime):
     κ = 2 (1 − τ) from |S| of the central differences of its neighbours' u
     (:func:`.rule.single_step`); two-step: |S| from the second moment of the node's pulled f*,
     the eddy stress carried by the f* it writes (:func:`.rule.subgrid_stress`)."""
+    equilibrium_order: int = attrs.field(default=2, validator=attrs.validators.in_((2, 3)))
+    """2: f^(e) is the second-order equilibrium of the papers. 3: f^(e) also carries its
+    third-order Hermite part (the components the lattice holds, :func:`.rule.cubic_i`; the odd
+    part f^(e,o) stays 3 w_i ρ c_i·u). The explicit time step of eq. (11) adds −½ u u : ∇∇(ρu)
+    to the momentum equation, a viscosity ν − u²/2 along the flow that vanishes at |u| = c_a;
+    the third-order part cancels it (a shear wave carried at 0.5 c_a decays at 1.00 ν instead
+    of 0.75 ν): docs/validation/lwacm_energy.md, section 8. Not with open boundaries or
+    interpolated bodies (yet)."""
 
     def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int:
         """Bytes the engine of :meth:`create` holds per lattice node, known before it is
@@ -143,6 +151,9 @@ class LwacmParameters(RelaxationTime):
             names = ", ".join(sorted(k.name.lower() for k in supported - {NodeKind.FLUID}))
             raise ValueError(f"LW-ACM has no rule for the node kinds {unsupported}; it handles "
                              f"{names} and periodic axes; use compute 'lbm' for the others")
+        if self.equilibrium_order == 3 and (tags.has_open_faces or len(tags.curved_nodes)):
+            raise ValueError("equilibrium_order=3 is not combined with open boundaries or "
+                             "interpolated bodies yet; use equilibrium_order=2 there")
         dtype = np.dtype(dtype)
         if backend.is_gpu:
             from thelma_py.modules.compute.lwacm import cuda

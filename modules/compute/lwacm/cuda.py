@@ -78,7 +78,8 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
             rounding=getattr(params, "rounding", "nearest"),
             staging=getattr(params, "staging", "registers"),
             interpolated=bool(len(tags.curved_nodes)),
-            shifted=getattr(params, "density", "absolute") == "shifted")
+            shifted=getattr(params, "density", "absolute") == "shifted",
+            cubic=params.equilibrium_order == 3)
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -154,7 +155,8 @@ class CudaLwacm(TwoStepSizes, _CudaBase):
         velocity = list(self.j)
         usq = sum(ua * ua for ua in velocity)
         for i in range(lat.q):  # one population at a time: no second copy of f on the device
-            value = rule.fstar_i(lat, i, rho, velocity, usq, float(self.kappa))
+            value = rule.fstar_i(lat, i, rho, velocity, usq, float(self.kappa),
+                                 self.config.cubic)
             for buffer in self.buffers:
                 buffer[i] = value
         self.j *= rho  # j = ρ u, the same rounding as the NumPy reference
@@ -379,7 +381,7 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         """f* (Q, *S) rebuilt from the current records (a temporary of Q values per node),
         for the momentum-exchange forces."""
         rho, u = self.macroscopic()
-        return fstar_array(self.lattice, rho, u, self.kappa, self.cp)
+        return fstar_array(self.lattice, rho, u, self.kappa, self.cp, self.config.cubic)
 
     def halo_arrays(self) -> list:
         """The current records as one field of (1, *S, 4): on a z cut a layer is contiguous

@@ -278,14 +278,15 @@ PATHS = ("bulk", "rest", "moving")
 
 
 def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
-            rounding: str = "nearest", shifted: bool = False) -> str:
+            rounding: str = "nearest", shifted: bool = False, cubic: bool = False) -> str:
     """One node's update from the ring (``lo``, ``mid``, ``hi`` planes, thread offset ``c``),
     ending with the store of its record. ``path``: "bulk" (no wall links in the tile), "rest"
     (ghosts of walls at rest, u_g = −u: selects), "moving" (each wall link looks up its
     wall's velocity; :func:`.rule.moving_wall_ghost`) or "curved" (an INTERPOLATED node, whose
     wall links take the ghosts of :mod:`.curved_kernels` from the weight row ``cw`` found
     before); with ``arms`` (an open node) the links crossing its open face take the
-    ghosts of :mod:`.open_kernels`. ``shifted``: records hold ρ − 1 (:func:`.rule.single_step`)."""
+    ghosts of :mod:`.open_kernels`. ``shifted``: records hold ρ − 1; ``cubic``: the third-order
+    equilibrium (:func:`.rule.single_step`)."""
     axes = AXES[: lattice.d]
     march = lattice.d - 1
     em = Emitter()
@@ -346,7 +347,7 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
         return rho_k, [Expr(q, atom=True) for q in quad], dot(lattice.c[i], u_k)
 
     rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force, les,
-                              shifted)
+                              shifted, cubic)
     em.raw("node_t out;")
     em.raw(f"out.rho = {rho};")
     for a, ax in enumerate(AXES):
@@ -359,7 +360,7 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
 
 def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
              rounding: str = "nearest", curved: bool = False, sides: bool = False,
-             shifted: bool = False) -> str:
+             shifted: bool = False, cubic: bool = False) -> str:
     """The update of a node in a flagged tile: fluid nodes only, or, with ``arms``, fluid and
     open nodes through one instantiation (the open links are branches inside it, so a warp
     holding a face's boundary nodes does not run two updates); with ``curved``, INTERPOLATED
@@ -376,7 +377,7 @@ def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
     if not arms:
         kinds = "!= KIND_WALL" if sides else "== KIND_FLUID"
         return (f"                if ((tag & TAG_KIND_MASK) {kinds}) {{\n"
-                + _update(lattice, force, path, les, (), store, rounding, shifted)
+                + _update(lattice, force, path, les, (), store, rounding, shifted, cubic)
                 + "\n                }")
     head = "\n".join(" " * 20 + line for line in open_kernels.HEADER)
     return ("                if ((tag & TAG_KIND_MASK) != KIND_WALL) {\n" + head + "\n"
@@ -386,7 +387,7 @@ def _flagged(lattice, force, les, arms, path: str, store: str = "fp32",
 def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
            les=None, arms=(), store: str = "fp32", rounding: str = "nearest",
            staging: str = "registers", curved: bool = False, sides: bool = False,
-           shifted: bool = False) -> str:
+           shifted: bool = False, cubic: bool = False) -> str:
     """The ``lwacm_fused_step`` entry point (``min_blocks``: the second argument of
     ``__launch_bounds__``, 0 for none, or with ``les`` for ``LES_MIN_BLOCKS``; ``arms``: the
     (kind, face) open boundaries present; ``store``: the record storage; ``staging`` of
@@ -394,7 +395,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     raw by ``cp.async`` and decoded at read, see :func:`_staging16_async`; ``sides``: free-slip
     ghosts beyond the side faces staged as copies of their mirror records, negated where they
     land, :func:`_side_ghosts`; ``shifted``: records of ρ − 1, fp32 only, no open or curved
-    links)."""
+    links; ``cubic``: the third-order equilibrium, no open or curved links)."""
     three = lattice.d == 3
     # plane coordinates and the march coordinate, named as in the LBM kernels (x, y, z)
     march, plane_stride = ("z", "(size_t)nx * ny") if three else ("y", "(size_t)nx")
@@ -406,7 +407,8 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     px, py = fused_block(lattice, rows)
     moving = (f"""            }} else if (flag & {MOVING_TILE}) {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "moving", store, rounding, curved, sides, shifted)}
+{_flagged(lattice, force, les, arms, "moving", store, rounding, curved, sides, shifted,
+          cubic)}
 """ if moving_walls else "")
     bounds = cuda.launch_bounds(px * py, min_blocks)
     if les is not None and not min_blocks:
@@ -478,10 +480,11 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
         if (active) {{
             const unsigned char flag = *flag_at;
             if (!flag) {{
-{_update(lattice, force, "bulk", les, (), store, rounding, shifted)}
+{_update(lattice, force, "bulk", les, (), store, rounding, shifted, cubic)}
 {moving}            }} else {{
                 const tag_t tag = tags[n];
-{_flagged(lattice, force, les, arms, "rest", store, rounding, curved, sides, shifted)}
+{_flagged(lattice, force, les, arms, "rest", store, rounding, curved, sides, shifted,
+          cubic)}
             }}
         }}
         copies_landed_but_newest();  // plane {march} + 2, read by the next step

@@ -89,6 +89,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
     the kernels are those without them, text for text."""
     shifted: bool = False
     """Single step: records hold ρ − 1 (:attr:`.LwacmFused.density`)."""
+    cubic: bool = False
+    """f^(e) with its third-order part (:attr:`.LwacmParameters.equilibrium_order` 3)."""
     side_ghosts: bool = False
     """Single step, fp32 records: free-slip ghosts beyond the side faces staged as copies
     (:mod:`.side_ghosts`), in place of per-link :attr:`boundaries`."""
@@ -104,8 +106,9 @@ class LwacmKernelConfig(cuda.KernelConfig):
             "_sr" if self.rounding == "stochastic" else "") + (
             "_async" if self.staging == "async" else "")
         shift = "_shifted" if self.shifted else ""
+        cubic = "_cubic" if self.cubic else ""
         return (f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
-                f"{shift}")
+                f"{shift}{cubic}")
 
 
 def kernel_names(scheme: str) -> dict[bool, str]:
@@ -135,7 +138,7 @@ def _two_step_kernel(cfg: LwacmKernelConfig) -> str:
     f = [Expr(f"f{i}", atom=True) for i in range(lat.q)]
     j0 = [Expr(f"j{ax}0", atom=True) for ax in axes]
     _, _, j, post = rule.two_step(lat, f, j0, Expr("kappa", atom=True), em.let, cfg.force,
-                                  cfg.les)
+                                  cfg.les, cfg.cubic)
     for i, p in enumerate(post):
         em.let(p, f"p{i}")
     head = ["const unsigned char tile = "
@@ -180,5 +183,5 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                           cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
                                           cfg.rounding, cfg.staging, cfg.interpolated,
-                                          cfg.side_ghosts, cfg.shifted))
+                                          cfg.side_ghosts, cfg.shifted, cfg.cubic))
     return "\n".join(parts)

@@ -133,10 +133,11 @@ def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
     return attrs.evolve(tags, bc_table=table)
 
 
-def fstar_array(lattice: Lattice, rho, u, kappa, xp):
-    """f* (Q, *S) of every node from ρ (S) and u (D, *S) (NumPy or CuPy arrays)."""
+def fstar_array(lattice: Lattice, rho, u, kappa, xp, cubic: bool = False):
+    """f* (Q, *S) of every node from ρ (S) and u (D, *S) (NumPy or CuPy arrays); ``cubic``:
+    with the equilibrium's third-order part."""
     usq = sum(ua * ua for ua in u)
-    return xp.stack([rule.fstar_i(lattice, i, rho, list(u), usq, kappa)
+    return xp.stack([rule.fstar_i(lattice, i, rho, list(u), usq, kappa, cubic)
                      for i in range(lattice.q)])
 
 
@@ -236,8 +237,8 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
 
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
-        self.f = np.array(rule.fstar(self.lattice, rho, list(u), self.kappa, identity_let),
-                          dtype=self.dtype)
+        self.f = np.array(rule.fstar(self.lattice, rho, list(u), self.kappa, identity_let,
+                                     self.params.equilibrium_order == 3), dtype=self.dtype)
         self.j = np.array(rho * u, dtype=self.dtype)  # u, hence j, is 0 in solids
 
     def step(self, n: int = 1) -> None:
@@ -247,7 +248,8 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
             if self.open or self.curved:
                 self._open_links(streamed)
             _, _, j, post = rule.two_step(lat, list(streamed), list(self.j), self.kappa,
-                                          identity_let, self.force, self.params.les)
+                                          identity_let, self.force, self.params.les,
+                                          self.params.equilibrium_order == 3)
             f = np.array(post, dtype=self.dtype)
             j = np.array(j, dtype=self.dtype)
             self._keep_solid(f, self.f)
@@ -403,7 +405,8 @@ class NumpyLwacmFused(_NumpyBase):
             w = self.w
             rho, u = rule.single_step(self.lattice, lambda i, w=w: self.upstream(w, i),
                                       self.kappa, identity_let, self.force,
-                                      self.params.les, self.shifted)
+                                      self.params.les, self.shifted,
+                                      self.params.equilibrium_order == 3)
             new = np.array([rho, *u], dtype=self.dtype)
             if self.stochastic:
                 new = stochastic_records(self.store, new, self._coordinates(), self.clock)
@@ -420,7 +423,8 @@ class NumpyLwacmFused(_NumpyBase):
         """f* = f^(e) − κ f^(e,o) (Q, *S) of the records: the populations each node sends to
         its neighbours (the momentum-exchange forces sum them over the wall links)."""
         rho, u = self.macroscopic()
-        return fstar_array(self.lattice, rho, u, self.kappa, np)
+        return fstar_array(self.lattice, rho, u, self.kappa, np,
+                           self.params.equilibrium_order == 3)
 
     def halo_arrays(self) -> list[np.ndarray]:
         """The records (1 + D, *S) whose ghost layers a distributed run fills before each step

@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from math import sqrt as root_of
 from numbers import Number
 
+import numpy as np
+
 from thelma_py.codegen.expr import dot, rsqrt, sqrt
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import moments
@@ -48,15 +50,85 @@ def odd_j_i(lattice: Lattice, i: int, j: Sequence):
     return (3.0 * float(lattice.w[i])) * cj
 
 
-def fstar_i(lattice: Lattice, i: int, rho, u: Sequence, usq, kappa):
-    """f*_i = f^(e)_i − κ f^(e,o)_i at one node (eq. 16); ``usq`` = |u|²."""
-    return lattice.equilibrium_i(i, rho, u, usq) - kappa * odd_i(lattice, i, rho, u)
+def cubic_weights(lattice: Lattice) -> np.ndarray:
+    """g[i, b, a] (a ≠ b; 0 elsewhere) such that w_i Σ_{b, a≠b} c_ib g[i, b, a] u_a² u_b has
+    zero mass and momentum and the third moments u_a² u_b of the continuous equilibrium.
+
+    For each axis b the part is c_ib (Σ_{a≠b} β_a c_ia² + β_0), whose first moment and third
+    moments Σ_i w_i c_ib² c_ia'² (...) are solved for (one small linear system per lattice).
+    On D2Q9 and D3Q27 this is the Hermite part 27/2 (c_a² − 1/3) c_b; on D3Q19, which lacks
+    the corners, H_aab and H_bcc are not orthogonal and the weights differ (18, 9, −9)."""
+    cached = _CUBIC_WEIGHTS.get(lattice.name)
+    if cached is not None:
+        return cached
+    c, w, d = lattice.c.astype(float), lattice.w, lattice.d
+    g = np.zeros((lattice.q, d, d))
+    for b in range(d):
+        others = [a for a in range(d) if a != b]
+        basis = [c[:, a] ** 2 for a in others] + [np.ones(lattice.q)]  # β_a c_a², β_0
+        rows = [[float(np.sum(w * c[:, b] ** 2 * f)) for f in basis]]  # momentum: 0
+        rows += [[float(np.sum(w * c[:, b] ** 2 * c[:, a] ** 2 * f)) for f in basis]
+                 for a in others]  # third moments a a b
+        targets = np.vstack([np.zeros(len(others)), np.eye(len(others))])
+        beta = np.linalg.solve(np.array(rows), targets)  # (basis, monomial u_a² u_b)
+        for k, a in enumerate(others):
+            g[:, b, a] = sum(beta[m, k] * f for m, f in enumerate(basis))
+    _CUBIC_WEIGHTS[lattice.name] = g
+    return g
 
 
-def fstar(lattice: Lattice, rho, u: Sequence, kappa, let: Callable) -> list:
+_CUBIC_WEIGHTS: dict[str, np.ndarray] = {}
+
+
+def cubic_i(lattice: Lattice, i: int, u: Sequence):
+    """The third-order part of the equilibrium of direction i over w_i ρ, for the components
+    the lattice holds (0.0 where none: the rest direction)::
+
+        h_i = Σ_{b, a≠b} c_ib g_iba u_a² u_b  (+ 27 c_ix c_iy c_iz u_x u_y u_z on D3Q27)
+
+    with the weights of :func:`cubic_weights`: Σ_i w_i h_i c_i c_i c_i has the components
+    u_a u_a u_b (a ≠ b) and, on D3Q27, u_x u_y u_z of the continuous equilibrium; its zeroth to
+    second moments are 0. The diagonal components u_a³ exist on no lattice here (c³ = c)."""
+    c = [int(v) for v in lattice.c[i]]
+    g = cubic_weights(lattice)
+    terms = []
+    for b, cb in enumerate(c):
+        if cb == 0:
+            continue
+        square = None
+        for a in range(lattice.d):
+            k = float(g[i, b, a])
+            if a == b or k == 0.0:
+                continue
+            part = k * (u[a] * u[a])
+            square = part if square is None else square + part
+        if square is not None:
+            terms.append(u[b] * square if cb > 0 else -(u[b] * square))
+    if lattice.q == 27 and all(c):
+        terms.append((27.0 * c[0] * c[1] * c[2]) * (u[0] * u[1] * u[2]))
+    if not terms:
+        return 0.0
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+def fstar_i(lattice: Lattice, i: int, rho, u: Sequence, usq, kappa, cubic: bool = False):
+    """f*_i = f^(e)_i − κ f^(e,o)_i at one node (eq. 16); ``usq`` = |u|². ``cubic``: f^(e)
+    carries its third-order part too (:func:`cubic_i`; f^(e,o) stays 3 w_i ρ c_i·u)."""
+    value = lattice.equilibrium_i(i, rho, u, usq) - kappa * odd_i(lattice, i, rho, u)
+    h = cubic_i(lattice, i, u) if cubic else 0.0
+    if isinstance(h, Number) and h == 0:
+        return value
+    return value + (float(lattice.w[i]) * rho) * h
+
+
+def fstar(lattice: Lattice, rho, u: Sequence, kappa, let: Callable,
+          cubic: bool = False) -> list:
     """All f*_i of one node (or of every node, for arrays)."""
     usq = let(sum(ua * ua for ua in u), "usq")
-    return [fstar_i(lattice, i, rho, u, usq, kappa) for i in range(lattice.q)]
+    return [fstar_i(lattice, i, rho, u, usq, kappa, cubic) for i in range(lattice.q)]
 
 
 def new_moments(lattice: Lattice, f: Sequence, let: Callable, force: Sequence[float] | None):
@@ -74,17 +146,18 @@ def add_force(u: Sequence, let: Callable, force: Sequence[float] | None) -> list
 
 
 def two_step(lattice: Lattice, f_in: Sequence, j0: Sequence, kappa, let: Callable,
-             force: Sequence[float] | None = None, les=None):
+             force: Sequence[float] | None = None, les=None, cubic: bool = False):
     """One two-step update of a node: f_in are the streamed f*_i(x − c_i) (bounce-back
     applied), j0 the node's own momentum ρ u at t. Returns (ρ, u, j, new f*): j = ρ u of the
-    new state (after the force), what the node stores besides f*.
+    new state (after the force), what the node stores besides f*. ``cubic``: the new f*
+    carries the equilibrium's third-order part (:func:`cubic_i`).
 
     ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): κ stays κ₀ and the new f* carries the
     eddy stress Π_t = −2 ρ ν_t S as an even, massless part (:func:`subgrid_stress`)."""
     f = [let(fi + kappa * odd_j_i(lattice, i, j0), f"g{i}") for i, fi in enumerate(f_in)]
     rho, u = new_moments(lattice, f, let, force)
     j = [let(rho * ua, f"j{axis}") for ua, axis in zip(u, "xyz", strict=False)]
-    post = fstar(lattice, rho, u, kappa, let)
+    post = fstar(lattice, rho, u, kappa, let, cubic)
     if les is not None:
         extra = subgrid_stress(lattice, f_in, j0, rho, kappa, les, let)
         post = [p if isinstance(e, Number) and e == 0 else p + e for p, e in zip(post, extra,
@@ -237,7 +310,8 @@ def les_kappa(model, kappa0, strain):
 
 
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
-                force: Sequence[float] | None = None, les=None, shifted: bool = False):
+                force: Sequence[float] | None = None, les=None, shifted: bool = False,
+                cubic: bool = False):
     """One single-step update of a node. ``upstream(i)`` gives (ρ, u) of the upstream node
     x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
     each just before its direction is used (so generated code loads one neighbour at a time).
@@ -267,6 +341,11 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     is δρ'), and the sums run over the small parts of each f*_i, t_i = e_i + δρ_i (w_i + e_i)
     with e_i = f*_i / ρ_i − w_i (Σ_i w_i = 1, Σ_i c_i w_i = 0). In fp32 a record of ρ near 1
     resolves 6e-8, while a step at ν ~ 1e-5 changes ρ by ~1e-8 (6ν ∇·j, u·∇ρ): rounded away.
+
+    ``cubic``: each f*_i(x − c_i) carries the third-order part of its equilibrium,
+    w_i ρ h_i (:func:`cubic_i`), which cancels the scheme's anti-diffusion −½ u u : ∇∇(ρu)
+    of its explicit time step for the components the lattice holds
+    (docs/validation/lwacm_energy.md, section 8).
     """
     link_shift = None
     if les is not None:
@@ -300,16 +379,21 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 if key not in shifts:
                     shifts[key] = let(dot(key, link_shift), f"dk{i}")
                 lin = lin - (3.0 * w * sign) * shifts[key]
+            h = cubic_i(lattice, i, u_i) if cubic else None
             if shifted:  # e_i = f*_i / ρ_i − w_i: the small part
                 part = (-1.5 * w) * usq + cu * (lin + (4.5 * w) * cu)
+                if h is not None:
+                    part = part + w * h
                 if odd is not None:
                     part = part + (odd - cu) * lin
                 s = shifted_sum(rho_i, w, let(part, f"e{i}"), let, i)
-            elif odd is None:
-                s = let(rho_i * ((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)), f"s{i}")
-            else:  # the same sum plus (odd − cu) lin, exactly 0 where odd is c_i·u_i
-                s = let(rho_i * (((w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu))
-                                 + (odd - cu) * lin), f"s{i}")
+            else:
+                part = (w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)
+                if h is not None:
+                    part = part + w * h
+                if odd is not None:  # plus (odd − cu) lin, exactly 0 where odd is c_i·u_i
+                    part = part + (odd - cu) * lin
+                s = let(rho_i * part, f"s{i}")
         rho = s if rho is None else let(rho + s, f"m{i}")
         j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}")
              for a, (ja, c) in enumerate(zip(j, lattice.c[i], strict=True))]

@@ -4,16 +4,19 @@
 #   bash benchmarks/device_resolution.sh re3700_d40_320 re10000_d32_185 re3700_d48_520_60
 # reRE_dD[_SECONDS[_AVERAGE]]: cumulant D3Q27, diameter D nodes (box 15d x 7d x 7d), side
 #   kick, 10 + AVERAGE d/U (default 100), stepping capped at SECONDS (default 330).
+# A seventh field names the outlet kind (default characteristic; the runs before it was added
+#   carry no such suffix), e.g. outflow (zero
+#   gradient): re3700_d32_185_80_15,7,4_outflow.
 # A sixth field, L,W,U (box length, width, upstream in d), sizes the box, e.g.
 #   re3700_d32_190_80_20,7,4 (outlet 16 d behind the centre) and re3700_d32_270_80_15,10,4.
 . "$(dirname "$0")/device_setup.sh"
 on="--device cuda --precision float32 --out $out"
 for part in "$@"; do
   echo "=== $part $(date +%T)"
-  IFS=_ read -r re d cap average box <<< "$part"
-  re=${re#re}; d=${d#d}; cap=${cap:-330}; average=${average:-100}
+  IFS=_ read -r re d cap average box outlet <<< "$part"
+  re=${re#re}; d=${d#d}; cap=${cap:-330}; average=${average:-100}; outlet=${outlet:-characteristic}
   timeout $((cap + 60)) python3 -m thelma_py.tools.flows sphere$re --d "$d" --schemes cumulant \
     --kick 0.2 --transient 10 --average "$average" --max-seconds "$cap" --inlet characteristic \
-    --outlet characteristic --tag "_char_d$d${box:+_box${box//,/x}}" \
+    --outlet "$outlet" --tag "_char_d$d${box:+_box${box//,/x}}_$outlet" \
     ${box:+--box "$box"} $on 2>&1 | grep -v Warning
 done

@@ -65,8 +65,10 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     and ``lattice`` go to the compute plug-in as given (cumulant: lattice D3Q27; ``compute``
     'lwacm' or 'lwacm-fused' takes no collision); ``inlet`` and ``outlet`` are the kinds of
     the open faces ('characteristic' lets sound leave: an outlet of that kind is a
-    characteristic inlet on +x holding the incoming wave at ρ = 1, U; docs/validation/flows.md,
-    section 3); ``interpolated`` False gives a staircase sphere (what LW-ACM takes).
+    characteristic inlet on +x holding the incoming wave at ρ = 1, U; 'outflow', a
+    zero-gradient outlet, passes the wake and returns 0.2 of a sound pulse;
+    docs/validation/flows.md, section 3); ``interpolated`` False gives a staircase sphere
+    (what LW-ACM takes).
     ``kick`` > 0 starts the flow with a side velocity (``kick`` U along y, ½ ``kick`` U along
     z) in the slab 0.5 d to 3 d behind the sphere's centre, so that an asymmetric wake does
     not have to grow from round-off (Re > 210); it is swept out within a few d/U. ``probes``:
@@ -79,6 +81,8 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     geometry.inlet("-x", velocity=(u, 0.0, 0.0), kind=inlet)
     if outlet == "characteristic":  # a far-field face: the incoming wave at (ρ = 1, U)
         geometry.inlet("+x", velocity=(u, 0.0, 0.0), kind="characteristic")
+    elif outlet == "outflow":  # zero gradient: the wake leaves as it comes
+        geometry.outflow("+x")
     else:
         geometry.outlet("+x", rho=1.0, kind=outlet)
     centre = (upstream * d, shape[1] / 2 - 0.5, shape[2] / 2 - 0.5)

@@ -414,7 +414,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--inlet", default=None,
                         help="sphere: the inlet kind (equilibrium, characteristic, zou-he)")
     parser.add_argument("--outlet", default=None,
-                        help="sphere: the outlet kind (equilibrium, characteristic, zou-he)")
+                        help="sphere: the outlet kind (equilibrium, characteristic, outflow, "
+                             "zou-he)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}

@@ -272,6 +272,22 @@ def test_sphere_box_and_blockage():
     assert np.isfinite(sphere_wake.force_series(solver)["c_D"]).all()
 
 
+def test_sphere_outlet_kinds():
+    """'characteristic' puts the characteristic inlet rule on +x (held at U), 'outflow' the
+    zero-gradient copy rule; both run."""
+    from thelma_py.tags import NodeKind
+
+    for outlet, kind in (("characteristic", NodeKind.CHARACTERISTIC_VELOCITY),
+                         ("outflow", NodeKind.OUTFLOW)):
+        solver = sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2,
+                                   collision="trt", device="cpu", inlet="characteristic",
+                                   outlet=outlet)
+        kinds = solver.engine.tags.kind
+        assert (kinds[:, 1:-1, -1] == kind).all(), outlet
+        solver.run(4)
+        assert np.isfinite(sphere_wake.force_series(solver)["c_D"]).all()
+
+
 @pytest.mark.slow
 def test_tgv_driver_follows_the_dns_to_t5():
     """LBM MRT at 32³, Re = 1600, to t* = 5 (before the breakdown at t* ≈ 7): E_k within 4 %
@@ -346,6 +362,15 @@ def test_channel_and_sphere_validation_sections_pass_on_the_cpu():
     for section in (report.channel_section("small", "cpu", False),
                     report.sphere_subcritical_section("small", "cpu", False)):
         assert section.checks and all(c.passed for c in section.checks), section.text
+
+
+@pytest.mark.parametrize("scheme", [name for name in flows.TGV_SCHEMES if "cubic" in name])
+def test_tgv_cubic_schemes_run(scheme):
+    """The third-order-equilibrium LW-ACM schemes of the session-14 runs build and stay
+    finite for 20 steps on 12³ (NumPy)."""
+    run = flows.tgv_run(scheme, 12, t_end=20 * 0.05 * 2 * math.pi / 12, samples=4,
+                        device="cpu", precision="float64")
+    assert run["diverged_at"] is None
 
 
 @pytest.mark.gpu

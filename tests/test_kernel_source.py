@@ -295,6 +295,8 @@ def test_narrow_indices_where_every_population_index_fits_32_bits():
         Lbm(nu=0.02, cuda_options={"narrow": True}).narrow(D3Q19, limit + 1)
     with pytest.raises(ValueError, match="dense storage"):
         Lbm(nu=0.02, storage="sparse", cuda_options={"narrow": True}).narrow(D3Q19, 64**3)
+    with pytest.raises(ValueError, match="a domain size .none is known here.; leave it unset"):
+        Lbm(nu=0.02, cuda_options={"narrow": True}).narrow(D3Q19, None)
     narrow = params.kernel_source(D3Q19, np.float32, moving_walls=False, nodes=64**3)
     wide = params.kernel_source(D3Q19, np.float32, moving_walls=False, nodes=limit + 1)
     assert "f_n[((tag >> 12) & 1) ? 1 * N32 : 2 * N32 + dxm]" in narrow

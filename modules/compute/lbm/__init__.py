@@ -133,9 +133,10 @@ class Lbm(RelaxationTime):
         runs = (self.storage == "dense" and options["propagation"] == "direct"
                 and nodes is not None and narrow_fits(lattice.q, nodes))
         if options["narrow"] and not runs:
+            size = ("a domain size (none is known here)" if nodes is None
+                    else f"fewer than 2^31 populations ({lattice.q} x {nodes} nodes)")
             raise ValueError(f"cuda_options narrow needs dense storage, direct propagation and "
-                             f"fewer than 2^31 populations ({lattice.q} x {nodes} nodes); "
-                             "leave it unset")
+                             f"{size}; leave it unset")
         if options["narrow"] is not None:
             return bool(options["narrow"])
         return runs and (self.streaming == "aa" or self.store != "fp32")

@@ -6,7 +6,10 @@ set -o pipefail
 export PYTHONUNBUFFERED=1
 out=${out:-${OUT:-./out}}; mkdir -p "$out"
 # the commit this tree is a copy of, for the data files (the device's .git can be older): a
-# preset THELMA_COMMIT, else .commit (written before the call: git rev-parse --short HEAD)
+# preset THELMA_COMMIT, else .commit (written before the call: git rev-parse --short HEAD).
+# .commit is an ignored file: session 14 found a stale one on the device (a bench recorded
+# 61adfb6 for a tree of 979f0a8), so give the commit in the command instead:
+#   THELMA_COMMIT=<short hash> bash benchmarks/device_....sh ...
 [ -n "${THELMA_COMMIT:-}" ] || [ ! -f .commit ] || export THELMA_COMMIT=$(cat .commit)
 python3 -m pip install -q --no-build-isolation --no-deps -e . >/dev/null 2>&1 \
   || python3 -m pip install --no-build-isolation --no-deps -e .

@@ -78,6 +78,14 @@ def compile_cubin(source: str, folder: Path, name: str, options: Iterable[str] =
     return result
 
 
+def assert_compiles(source: str, folder: Path, name: str, options: Iterable[str] = ()) -> None:
+    """:func:`compile_cubin`, then fail with the end of nvcc's message on an error or a
+    warning."""
+    result = compile_cubin(source, folder, name, options)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
+
+
 def _background(run: Callable, folder: Path, source: str, options: tuple[str, ...], key: str):
     """At low priority: the tests on the main thread keep their core, the compiles take what
     is left (both cores while a test waits for one)."""

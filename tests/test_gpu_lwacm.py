@@ -57,6 +57,18 @@ def assert_gpu_matches_numpy(params, lattice, tags, dtype, tolerance: float, mar
     return cpu, gpu
 
 
+def assert_steps_alike(cpu, gpu, fluid, dtype) -> None:
+    """STEPS steps of both engines, then ρ and u on the ``fluid`` nodes: finite on the GPU and
+    within :data:`TOLERANCE` of the NumPy reference (relative ℓ²)."""
+    cpu.step(STEPS)
+    gpu.step(STEPS)
+    rho_c, u_c = cpu.macroscopic()
+    rho_g, u_g = (a.get() for a in gpu.macroscopic())
+    assert np.isfinite(u_g[:, fluid]).all()
+    assert relative_l2(rho_g[fluid], rho_c[fluid]) < TOLERANCE[dtype]
+    assert relative_l2(u_g[:, fluid], u_c[:, fluid]) < TOLERANCE[dtype]
+
+
 def engines(lattice_name, scheme, dtype, force=None):
     from thelma_py.modules.compute.lwacm import Lwacm, LwacmFused
 

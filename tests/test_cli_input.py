@@ -154,8 +154,8 @@ def test_a_parameter_the_chosen_compute_plugin_does_not_take_is_refused(typed_ca
                     "--set", "compute=lwacm-fused", "--set", "collision=trt")
     assert one_line_error(result) == (
         "thelma run: error: --set collision: the compute plug-in 'lwacm-fused' takes no "
-        "'collision' (taken by lbm); its parameters: nu, force, les, store, rounding, staging, "
-        "open_ghosts, density")
+        "'collision' (taken by lbm); its parameters: nu, force, les, equilibrium_order, store, "
+        "rounding, staging, open_ghosts, density")
     assert not (tmp_path / "out").exists()
     fine = thelma("run", typed_case, "--device", "cpu", "--quiet", "--steps", "1", "--set",
                   "compute=lwacm-fused")

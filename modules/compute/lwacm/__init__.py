@@ -100,8 +100,9 @@ class LwacmParameters(RelaxationTime):
     part f^(e,o) stays 3 w_i ρ c_i·u). The explicit time step of eq. (11) adds −½ u u : ∇∇(ρu)
     to the momentum equation, a viscosity ν − u²/2 along the flow that vanishes at |u| = c_a;
     the third-order part cancels it (a shear wave carried at 0.5 c_a decays at 1.00 ν instead
-    of 0.75 ν): docs/validation/lwacm_energy.md, section 8. Not with open boundaries or
-    interpolated bodies (yet)."""
+    of 0.75 ν), but waves polarized in the plane of u and an oblique k move by −6 to +11 %:
+    docs/validation/lwacm_energy.md, section 8. Not with open boundaries or interpolated
+    bodies (yet)."""
 
     def memory_bytes_per_node(self, lattice: Lattice, dtype, backend: Backend) -> int:
         """Bytes the engine of :meth:`create` holds per lattice node, known before it is

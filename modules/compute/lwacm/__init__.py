@@ -133,6 +133,11 @@ class LwacmParameters(RelaxationTime):
         return math.sqrt(2.0 * self.nu)
 
     @property
+    def cubic(self) -> bool:
+        """f^(e) carries its third-order part (:attr:`equilibrium_order` 3)."""
+        return self.equilibrium_order == 3
+
+    @property
     def kappa(self) -> float:
         """κ = 2 (ω − 1) / ω, the weight of the odd-part correction."""
         return 2.0 * (self.omega - 1.0) / self.omega
@@ -152,7 +157,7 @@ class LwacmParameters(RelaxationTime):
             names = ", ".join(sorted(k.name.lower() for k in supported - {NodeKind.FLUID}))
             raise ValueError(f"LW-ACM has no rule for the node kinds {unsupported}; it handles "
                              f"{names} and periodic axes; use compute 'lbm' for the others")
-        if self.equilibrium_order == 3 and (tags.has_open_faces or len(tags.curved_nodes)):
+        if self.cubic and (tags.has_open_faces or len(tags.curved_nodes)):
             raise ValueError("equilibrium_order=3 is not combined with open boundaries or "
                              "interpolated bodies yet; use equilibrium_order=2 there")
         dtype = np.dtype(dtype)

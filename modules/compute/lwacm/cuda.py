@@ -79,7 +79,7 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
             staging=getattr(params, "staging", "registers"),
             interpolated=bool(len(tags.curved_nodes)),
             shifted=getattr(params, "density", "absolute") == "shifted",
-            cubic=params.equilibrium_order == 3)
+            cubic=params.cubic)
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))

@@ -238,7 +238,7 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
     def initialize(self, rho, u) -> None:
         rho, u = self._fields(rho, u)
         self.f = np.array(rule.fstar(self.lattice, rho, list(u), self.kappa, identity_let,
-                                     self.params.equilibrium_order == 3), dtype=self.dtype)
+                                     self.params.cubic), dtype=self.dtype)
         self.j = np.array(rho * u, dtype=self.dtype)  # u, hence j, is 0 in solids
 
     def step(self, n: int = 1) -> None:
@@ -249,7 +249,7 @@ class NumpyLwacm(TwoStepSizes, _NumpyBase):
                 self._open_links(streamed)
             _, _, j, post = rule.two_step(lat, list(streamed), list(self.j), self.kappa,
                                           identity_let, self.force, self.params.les,
-                                          self.params.equilibrium_order == 3)
+                                          self.params.cubic)
             f = np.array(post, dtype=self.dtype)
             j = np.array(j, dtype=self.dtype)
             self._keep_solid(f, self.f)
@@ -406,7 +406,7 @@ class NumpyLwacmFused(_NumpyBase):
             rho, u = rule.single_step(self.lattice, lambda i, w=w: self.upstream(w, i),
                                       self.kappa, identity_let, self.force,
                                       self.params.les, self.shifted,
-                                      self.params.equilibrium_order == 3)
+                                      self.params.cubic)
             new = np.array([rho, *u], dtype=self.dtype)
             if self.stochastic:
                 new = stochastic_records(self.store, new, self._coordinates(), self.clock)
@@ -424,7 +424,7 @@ class NumpyLwacmFused(_NumpyBase):
         its neighbours (the momentum-exchange forces sum them over the wall links)."""
         rho, u = self.macroscopic()
         return fstar_array(self.lattice, rho, u, self.kappa, np,
-                           self.params.equilibrium_order == 3)
+                           self.params.cubic)
 
     def halo_arrays(self) -> list[np.ndarray]:
         """The records (1 + D, *S) whose ghost layers a distributed run fills before each step

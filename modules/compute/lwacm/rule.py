@@ -50,6 +50,10 @@ def odd_j_i(lattice: Lattice, i: int, j: Sequence):
     return (3.0 * float(lattice.w[i])) * cj
 
 
+_CUBIC_WEIGHTS: dict[str, np.ndarray] = {}
+"""The weights of :func:`cubic_weights`, by lattice name (solved once)."""
+
+
 def cubic_weights(lattice: Lattice) -> np.ndarray:
     """g[i, b, a] (a ≠ b; 0 elsewhere) such that w_i Σ_{b, a≠b} c_ib g[i, b, a] u_a² u_b has
     zero mass and momentum and the third moments u_a² u_b of the continuous equilibrium.
@@ -75,9 +79,6 @@ def cubic_weights(lattice: Lattice) -> np.ndarray:
             g[:, b, a] = sum(beta[m, k] * f for m, f in enumerate(basis))
     _CUBIC_WEIGHTS[lattice.name] = g
     return g
-
-
-_CUBIC_WEIGHTS: dict[str, np.ndarray] = {}
 
 
 def cubic_i(lattice: Lattice, i: int, u: Sequence):

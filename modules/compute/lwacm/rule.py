@@ -359,17 +359,11 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     shifts = {}  # c_i·(3 C_s² ∇|S|), once per pair of opposite links
     rho = None
     j = [0.0] * lattice.d
-    for i in range(lattice.q):
+    for i in link_order(lattice):
         got = (rho0, u0) if i == 0 else upstream(i)
-        rho_i, u_i = got[0], got[1]
-        odd = got[2] if len(got) > 2 else None  # c_i·u of the link's odd part, if not u_i's
-        w = float(lattice.w[i])
-        usq = sum(ua * ua for ua in u_i)
-        cu = dot(lattice.c[i], u_i)
-        if isinstance(cu, Number) and cu == 0:  # the rest direction
-            s = (shifted_sum(rho_i, w, let((-1.5 * w) * usq, f"e{i}"), let, i) if shifted
-                 else let(rho_i * (w - (1.5 * w) * usq), f"s{i}"))
-        else:
+        lin = None
+        if any(lattice.c[i]):
+            w = float(lattice.w[i])
             if w not in linear:
                 linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
             lin = linear[w]
@@ -380,24 +374,8 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 if key not in shifts:
                     shifts[key] = let(dot(key, link_shift), f"dk{i}")
                 lin = lin - (3.0 * w * sign) * shifts[key]
-            h = cubic_i(lattice, i, u_i) if cubic else None
-            if shifted:  # e_i = f*_i / ρ_i − w_i: the small part
-                part = (-1.5 * w) * usq + cu * (lin + (4.5 * w) * cu)
-                if h is not None:
-                    part = part + w * h
-                if odd is not None:
-                    part = part + (odd - cu) * lin
-                s = shifted_sum(rho_i, w, let(part, f"e{i}"), let, i)
-            else:
-                part = (w - (1.5 * w) * usq) + cu * (lin + (4.5 * w) * cu)
-                if h is not None:
-                    part = part + w * h
-                if odd is not None:  # plus (odd − cu) lin, exactly 0 where odd is c_i·u_i
-                    part = part + (odd - cu) * lin
-                s = let(rho_i * part, f"s{i}")
-        rho = s if rho is None else let(rho + s, f"m{i}")
-        j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}")
-             for a, (ja, c) in enumerate(zip(j, lattice.c[i], strict=True))]
+        s = link_sum(lattice, i, got, lin, let, shifted, cubic)
+        rho, j = add_link(lattice, i, s, rho, j, let)
     own = let(rho0 + 1.0, "rho_own") if shifted else rho0  # ρ(x), from δρ if shifted
     if link_shift is not None:  # Σ_i κ_i f^(e,o)_i(x) = 3 C_s² ρ u·∇|S| (its Σ c_i part: κ ρ u)
         rho = let(rho + own * dot_list(u0, link_shift), "m_les")
@@ -407,10 +385,93 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     return rho, add_force(u, let, force)
 
 
-def shifted_sum(delta, w: float, small, let: Callable, i: int):
+def link_order(lattice: Lattice) -> list[int]:
+    """The directions by their upstream node x − c_i: plane by plane along the march axis (the
+    last), row by row, then along x. :func:`single_step` and :func:`single_step_rows` add the
+    links in this order, so a node rounds alike in both (and in the NumPy reference)."""
+    return sorted(range(lattice.q), key=lambda i: tuple(-int(c) for c in reversed(lattice.c[i])))
+
+
+def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Callable,
+                     force: Sequence[float] | None = None, shifted: bool = False,
+                     cubic: bool = False) -> list[tuple]:
+    """:func:`single_step` of ``rows`` nodes in a column along y (x + k e_y, k < rows) that read
+    each upstream record once: ``load(offset)`` gives (ρ, u) of the record at x + offset,
+    called once per offset in the order of :func:`link_order`, and every link that needs it
+    is added to its node's sums there. Returns [(ρ, u)] by node: each node's sums are those of
+    :func:`single_step`, in the same order, so they round alike (bit for bit). No walls (a
+    bulk tile) and no subgrid model."""
+    y = 1
+    users: dict[tuple, list] = {}  # offset -> (node, direction) of every link reading it
+    for k in range(rows):
+        for i in range(lattice.q):
+            offset = tuple((k if a == y else 0) - int(c) for a, c in enumerate(lattice.c[i]))
+            users.setdefault(offset, []).append((k, i))
+    linear = {}  # 3 w (1 − κ), one per weight
+    sums = [[None, [0.0] * lattice.d] for _ in range(rows)]
+    own = [None] * rows  # (ρ, u) of each node, for κ ρ u
+    for offset in sorted(users, key=lambda o: tuple(reversed(o))):  # as link_order
+        got = load(offset)
+        for k, i in users[offset]:
+            lin = None
+            if any(lattice.c[i]):
+                w = float(lattice.w[i])
+                if w not in linear:
+                    linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
+                lin = linear[w]
+            else:
+                own[k] = got
+            s = link_sum(lattice, i, got, lin, let, shifted, cubic, f"_{k}")
+            sums[k] = list(add_link(lattice, i, s, *sums[k], let, f"_{k}"))
+    out = []
+    for k, ((rho, j), (rho0, u0)) in enumerate(zip(sums, own, strict=True)):
+        mass = let(rho0 + 1.0, f"rho_own_{k}") if shifted else rho0
+        inverse = let(1.0 / (rho + 1.0 if shifted else rho), f"inv_rho_{k}")
+        u = [let((ja + kappa * mass * ua) * inverse, f"u{'xyz'[a]}_{k}")
+             for a, (ja, ua) in enumerate(zip(j, u0, strict=True))]
+        out.append((rho, add_force(u, lambda v, name, k=k: let(v, f"{name}_{k}"), force)))
+    return out
+
+
+def link_sum(lattice: Lattice, i: int, got: tuple, lin, let: Callable, shifted: bool = False,
+             cubic: bool = False, tag: str = ""):
+    """f*_i(x − c_i) of one link of :func:`single_step`, named ``s{i}{tag}``: ``got`` = (ρ, u)
+    of the upstream record, or (ρ, u, o) with o in place of c_i·u in the odd part; ``lin``
+    = 3 w_i (1 − κ_i) (None for the rest direction). With ``shifted`` records (δρ) the small
+    part t_i = f*_i − w_i (:func:`shifted_sum`)."""
+    rho_i, u_i = got[0], got[1]
+    odd = got[2] if len(got) > 2 else None  # c_i·u of the link's odd part, if not u_i's
+    w = float(lattice.w[i])
+    usq = sum(ua * ua for ua in u_i)
+    if lin is None:  # the rest direction
+        if shifted:
+            return shifted_sum(rho_i, w, let((-1.5 * w) * usq, f"e{i}{tag}"), let, i, tag)
+        return let(rho_i * (w - (1.5 * w) * usq), f"s{i}{tag}")
+    cu = dot(lattice.c[i], u_i)
+    h = cubic_i(lattice, i, u_i) if cubic else None
+    part = (-1.5 * w) * usq if shifted else (w - (1.5 * w) * usq)  # e_i = f*_i / ρ_i − w_i
+    part = part + cu * (lin + (4.5 * w) * cu)
+    if h is not None:
+        part = part + w * h
+    if odd is not None:  # plus (odd − cu) lin, exactly 0 where odd is c_i·u_i
+        part = part + (odd - cu) * lin
+    if shifted:
+        return shifted_sum(rho_i, w, let(part, f"e{i}{tag}"), let, i, tag)
+    return let(rho_i * part, f"s{i}{tag}")
+
+
+def add_link(lattice: Lattice, i: int, s, rho, j: list, let: Callable, tag: str = ""):
+    """The sums ρ' (None before the first link) and j' with link i's f*_i = ``s`` added."""
+    rho = s if rho is None else let(rho + s, f"m{i}{tag}")
+    j = [ja if c == 0 else let(ja + s if c > 0 else ja - s, f"j{'xyz'[a]}{i}{tag}")
+         for a, (ja, c) in enumerate(zip(j, lattice.c[i], strict=True))]
+    return rho, j
+
+
+def shifted_sum(delta, w: float, small, let: Callable, i: int, tag: str = ""):
     """t_i = f*_i − w_i = e_i + δρ_i (w_i + e_i) of a link whose upstream record holds
     δρ_i = ρ_i − 1, for e_i = f*_i / ρ_i − w_i (:func:`single_step` with ``shifted``)."""
-    return let(small + delta * (w + small), f"s{i}")
+    return let(small + delta * (w + small), f"s{i}{tag}")
 
 
 def accumulate(total, a: Sequence, b: Sequence):

@@ -65,6 +65,8 @@ class BenchConfig:
     narrow: bool | None = None
     """LBM dense: 32-bit population indices (True) or 64-bit (False); None: the plug-in's
     default (32-bit where they fit)."""
+    thread_rows: int | None = None
+    """lwacm-fused, 3D: nodes per thread along y (None: the engine's choice)."""
 
     @property
     def label(self) -> str:
@@ -80,7 +82,8 @@ class BenchConfig:
             " sr" if self.rounding == "stochastic" else "") + (
             " async" if self.staging == "async" else "") + (
             f" {self.wall_reads}" if self.wall_reads else "") + (
-            {None: "", True: " narrow", False: " wide"}[self.narrow])
+            {None: "", True: " narrow", False: " wide"}[self.narrow]) + (
+            f" r{self.thread_rows}" if self.thread_rows else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -149,6 +152,8 @@ def build_engine(cfg: BenchConfig, backend, uniform: bool = False):
     engine = params.create(lattice, tags, backend, dtype)
     if cfg.min_blocks and hasattr(engine, "retune"):  # LW-ACM single step: its own bounds
         engine.retune(min_blocks=cfg.min_blocks)
+    if cfg.thread_rows:
+        engine.retune(thread_rows=cfg.thread_rows)
     shape = tags.tags.shape
     if uniform:
         xp = backend.xp
@@ -201,6 +206,7 @@ def run_config(cp, backend, cfg: BenchConfig, copy_bw: float, uniform: bool = Fa
     bytes_per_node = engine.traffic_bytes_per_node
     achieved = timing["mlups"] * 1e6 * bytes_per_node
     record = {**attrs.asdict(cfg), "block": getattr(engine, "block", cfg.block),
+              "thread_rows": getattr(getattr(engine, "config", None), "thread_rows", None),
               "nodes": nodes, **timing,
               "bytes_per_node": bytes_per_node,
               "memory_bytes_per_node": engine.memory_bytes_per_node,
@@ -288,6 +294,8 @@ def _tuning(record: dict) -> str:
         parts.append(f"min-blocks {record['min_blocks']}")
     if record.get("propagation", "direct") != "direct":
         parts.append(str(record["propagation"]))
+    if (record.get("thread_rows") or 1) > 1:
+        parts.append(f"{record['thread_rows']} nodes a thread")
     return "".join(f" {p}" for p in parts)
 
 
@@ -343,6 +351,8 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
         return False  # stochastic rounding: 16-bit single-step LW-ACM records only
     if cfg.staging != "registers" and (cfg.compute != "lwacm-fused" or cfg.store != "fp16s"):
         return False  # staging of 16-bit single-step LW-ACM records (fp16s codes only)
+    if cfg.thread_rows and (cfg.compute != "lwacm-fused" or cfg.lattice == "D2Q9"):
+        return False  # nodes per thread: the 3D single step only
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -398,6 +408,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--staging", type=_words, default=["registers"],
                         help="lwacm-fused 16-bit records: registers,async to sweep (how a "
                              "plane reaches the shared ring)")
+    parser.add_argument("--thread-rows", type=_ints, default=None,
+                        help="lwacm-fused, 3D: 1,2,4 to sweep the nodes a thread updates along y "
+                             "(default: the engine's choice)")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 float32, in-place; "
                              "LBM and lwacm-fused once per --store)")
@@ -453,7 +466,8 @@ def run(args: argparse.Namespace) -> int:
         [None] if args.moving_tiles is None else [bool(v) for v in args.moving_tiles],
         args.store, args.rounding, args.staging,
         [None] if args.wall_reads is None else args.wall_reads,
-        [None] if args.narrow is None else [bool(v) for v in args.narrow]))
+        [None] if args.narrow is None else [bool(v) for v in args.narrow],
+        [None] if args.thread_rows is None else args.thread_rows))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

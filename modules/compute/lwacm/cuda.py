@@ -32,6 +32,7 @@ from thelma_py.modules.compute.lwacm.kernels import (
     LwacmKernelConfig,
     generate,
     kernel_names,
+    thread_rows,
     two_step_args,
 )
 from thelma_py.modules.compute.lwacm.reference import (
@@ -80,6 +81,8 @@ class _CudaBase(CurvedExchange, CheckedState, GraphSteps, ComputeEngine):
             interpolated=bool(len(tags.curved_nodes)),
             shifted=getattr(params, "density", "absolute") == "shifted",
             cubic=params.cubic)
+        if self.scheme == "fused":
+            self.config = attrs.evolve(self.config, thread_rows=thread_rows(self.config))
         self._compile()
         xp = cupy
         self.solid_index = xp.asarray(np.flatnonzero(tags.solid))
@@ -243,7 +246,13 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
             self.end_args = fused_kernels.end_args(self.config.interpolated).bind(**types)
         self.rows = self.config.plane_rows
         self.block = fused_block(lattice, self.rows)
-        self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.rows)
+        self.chunk = fused_chunk(lattice, self.shape, backend.sm_count(), self.tile_rows)
+
+    @property
+    def tile_rows(self) -> int:
+        """Rows of nodes of a block's tile: its rows of threads, times the nodes a thread
+        updates along y (:attr:`LwacmKernelConfig.thread_rows`)."""
+        return self.rows * self.config.thread_rows
 
     def _side_ghosts(self, lattice: Lattice, tags: NodeTags) -> SideGhosts | None:
         if self.params.open_ghosts != "sides" or self.params.store != "fp32":
@@ -262,24 +271,26 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
                                 for store, name in kernel_names(self.scheme).items()}
 
     def retune(self, rows: int | None = None, min_blocks: int | None = None,
-               chunk: int | None = None) -> None:
-        """Benchmarking aid: rebuild the kernel with another block (32 x ``rows``) or
-        ``__launch_bounds__`` minimum, or march ``chunk`` planes per block."""
-        changes = {k: v for k, v in (("rows", rows), ("min_blocks", min_blocks)) if v is not None}
+               chunk: int | None = None, thread_rows: int | None = None) -> None:
+        """Benchmarking aid: rebuild the kernel with another block (32 x ``rows`` threads),
+        ``__launch_bounds__`` minimum or nodes per thread along y, or march ``chunk`` planes
+        per block."""
+        changes = {k: v for k, v in (("rows", rows), ("min_blocks", min_blocks),
+                                     ("thread_rows", thread_rows)) if v is not None}
         if changes:
             self.config = attrs.evolve(self.config, **changes)
             self._compile()
             self.rows = self.config.plane_rows
             self.block = fused_block(self.lattice, self.rows)
-        if chunk is not None or "rows" in changes:
+        if chunk is not None or {"rows", "thread_rows"} & changes.keys():
             self.chunk = chunk or fused_chunk(self.lattice, self.shape, self.backend.sm_count(),
-                                              self.rows)
+                                              self.tile_rows)
         self._graphs.clear()
 
     @property
     def traffic_bytes_per_node(self) -> int:
         size = self.dtype.itemsize if self.store == "fp32" else 2
-        return fused_traffic(self.lattice, size, self.chunk, self.rows)
+        return fused_traffic(self.lattice, size, self.chunk, self.tile_rows)
 
     @property
     def memory_bytes_per_node(self) -> int:
@@ -419,7 +430,7 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
                      march_count: int) -> None:
         px, py = self.block
         three = self.lattice.d == 3
-        grid = (-(-self.nx // px), -(-row_count // py) if three else 1,
+        grid = (-(-self.nx // px), -(-row_count // self.tile_rows) if three else 1,
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)

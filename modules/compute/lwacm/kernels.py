@@ -94,6 +94,23 @@ class LwacmKernelConfig(cuda.KernelConfig):
     side_ghosts: bool = False
     """Single step, fp32 records: free-slip ghosts beyond the side faces staged as copies
     (:mod:`.side_ghosts`), in place of per-link :attr:`boundaries`."""
+    thread_rows: int = attrs.field(default=1, validator=attrs.validators.in_((1, 2, 4)))
+    """Single step, 3D: nodes each thread updates along y (:func:`.fused_kernels._thread_rows`);
+    1 on 2D lattices and with a subgrid model, open, curved or side-ghost links, or stochastic
+    rounding."""
+
+    @thread_rows.validator
+    def _check_thread_rows(self, _, value):
+        if value == 1:
+            return
+        if self.scheme != "fused" or self.lattice.d != 3:
+            raise ValueError(f"thread_rows={value} is for the 3D single step; give 1")
+        lacking = [what for what, present in (
+            ("a subgrid model", self.les is not None), ("open boundaries", self.boundaries),
+            ("curved walls", self.interpolated), ("side ghosts", self.side_ghosts),
+            ("stochastic rounding", self.rounding != "nearest")) if present]
+        if lacking:
+            raise ValueError(f"thread_rows={value} does not take {', '.join(lacking)}; give 1")
 
     @property
     def plane_rows(self) -> int:
@@ -107,8 +124,22 @@ class LwacmKernelConfig(cuda.KernelConfig):
             "_async" if self.staging == "async" else "")
         shift = "_shifted" if self.shifted else ""
         cubic = "_cubic" if self.cubic else ""
+        rows = f"_r{self.thread_rows}" if self.thread_rows > 1 else ""
         return (f"lwacm_{self.scheme.replace('-', '_')}_{self.lattice.name}_{self.real}{store}"
-                f"{shift}{cubic}")
+                f"{shift}{cubic}{rows}")
+
+
+def thread_rows(cfg: LwacmKernelConfig) -> int:
+    """Nodes per thread along y the single step runs with (:attr:`~LwacmKernelConfig.
+    thread_rows`): 4 for 16-bit fp16s records staged by cp.async, where the decode at each
+    ring read made the kernel issue-bound (NOTES run 47), else 1; and 1 wherever the option
+    does not apply (its validator)."""
+    if cfg.store == "fp16s" and cfg.staging == "async":
+        try:
+            return attrs.evolve(cfg, thread_rows=4).thread_rows
+        except ValueError:
+            pass
+    return 1
 
 
 def kernel_names(scheme: str) -> dict[bool, str]:
@@ -175,7 +206,8 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(_two_step_kernel(cfg))
     else:
         rows = cfg.plane_rows
-        parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows), fused_kernels.HELPERS]
+        parts += [fused_kernels.defines(cfg.lattice, cfg.real, rows, cfg.thread_rows),
+                  fused_kernels.HELPERS]
         if cfg.store != "fp32":
             parts.append(fused_kernels.helpers16(cfg.store, cfg.rounding))
             if cfg.staging == "async":
@@ -183,5 +215,6 @@ def generate(cfg: LwacmKernelConfig) -> str:
         parts.append(fused_kernels.kernel(cfg.lattice, cfg.moving_walls, cfg.force, rows,
                                           cfg.min_blocks, cfg.les, cfg.boundaries, cfg.store,
                                           cfg.rounding, cfg.staging, cfg.interpolated,
-                                          cfg.side_ghosts, cfg.shifted, cfg.cubic))
+                                          cfg.side_ghosts, cfg.shifted, cfg.cubic,
+                                          cfg.thread_rows))
     return "\n".join(parts)

@@ -4,8 +4,8 @@
 #   THELMA_COMMIT=<short hash> bash benchmarks/device_rows.sh tests bench
 # tests: the thread-rows GPU tests, then the other single-step GPU files (GPU ≡ NumPy).
 # bench: thelma bench, lwacm-fused D3Q19 fp32 256³, fp32 records (1, 2 nodes a thread) and
-#   fp16s records staged by cp.async (1, 2, 4; __launch_bounds__ minimum 0 and 4), periodic
-#   and cavity; LBM pull periodic beside.
+#   fp16s records staged by cp.async (1, 2, 4; MIN_BLOCKS=0,4 sweeps the __launch_bounds__
+#   minimum), periodic and cavity; LBM pull periodic beside.
 . "$(dirname "$0")/device_setup.sh"
 for part in "$@"; do
   echo "=== $part $(date +%T)"
@@ -16,7 +16,7 @@ for part in "$@"; do
         tests/test_gpu_lwacm.py tests/test_lwacm_cubic.py;;
     bench)
       timeout 240 thelma bench --compute lwacm-fused --precision float32 --store fp16s \
-        --staging async --thread-rows 1,2,4 --min-blocks 0,4 --sizes 256 \
+        --staging async --thread-rows 1,2,4 --min-blocks ${MIN_BLOCKS:-0} --sizes 256 \
         --cases periodic,cavity --json "$out/bench_rows16.json" 2>&1 | grep -v Warning \
         | tail -n 14
       timeout 150 thelma bench --compute lwacm-fused --precision float32 --store fp32 \

@@ -132,18 +132,20 @@ def test_host_cuda_thread_rows_equal_numpy(host_gpu):
 @pytest.mark.parametrize(("store", "cubic"), [("fp16s", False), ("fp32", False),
                                               ("fp32", True)])
 def test_gpu_thread_rows_give_the_one_node_records(store, cubic):
-    """On the GPU the kernels are compiled apart (nvcc may contract multiply-adds
-    differently), so at least 99.9 % of the records equal those of one node a thread, and
-    every value within 1e-5 (fp32) or 2 codes (fp16s) of it."""
+    """On the GPU the kernels are compiled apart and nvcc contracts multiply-adds in each as
+    it sees fit (on an H100 after 61 steps only 19 % of the fp32 records of 2 a thread equal
+    those of 1 bit for bit), so: fp32 values within 1e-5 of one node a thread (a record read
+    one node off moves them by ~1e-2), fp16s codes at least 99.9 % equal and none more than 2
+    codes apart."""
     backend = select_backend("cuda")
     one = records_after(backend, store, 1, cubic, (40, 21))
     for rows in (2, 4):
         for a, b in zip(one, records_after(backend, store, rows, cubic, (40, 21)),
                         strict=True):
-            assert np.mean(a == b) > 0.999, (rows, float(np.mean(a == b)))
             if store == "fp32":
                 np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
             else:
+                assert np.mean(a == b) > 0.999, (rows, float(np.mean(a == b)))
                 assert int(np.abs(a.astype(np.int32) - b.astype(np.int32)).max()) <= 2
 
 

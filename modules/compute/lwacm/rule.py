@@ -376,12 +376,12 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 lin = lin - (3.0 * w * sign) * shifts[key]
         s = link_sum(lattice, i, got, lin, let, shifted, cubic)
         rho, j = add_link(lattice, i, s, rho, j, let)
-    own = let(rho0 + 1.0, "rho_own") if shifted else rho0  # ρ(x), from δρ if shifted
+        if i == 0:
+            own, j = add_own(rho0, u0, kappa, j, let, shifted)
     if link_shift is not None:  # Σ_i κ_i f^(e,o)_i(x) = 3 C_s² ρ u·∇|S| (its Σ c_i part: κ ρ u)
         rho = let(rho + own * dot_list(u0, link_shift), "m_les")
     inverse = let(1.0 / (rho + 1.0 if shifted else rho), "inv_rho")
-    u = [let((ja + kappa * own * ua) * inverse, f"u{'xyz'[a]}")
-         for a, (ja, ua) in enumerate(zip(j, u0, strict=True))]
+    u = [let(ja * inverse, f"u{'xyz'[a]}") for a, ja in enumerate(j)]
     return rho, add_force(u, let, force)
 
 
@@ -409,7 +409,6 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
             users.setdefault(offset, []).append((k, i))
     linear = {}  # 3 w (1 − κ), one per weight
     sums = [[None, [0.0] * lattice.d] for _ in range(rows)]
-    own = [None] * rows  # (ρ, u) of each node, for κ ρ u
     for offset in sorted(users, key=lambda o: tuple(reversed(o))):  # as link_order
         got = load(offset)
         for k, i in users[offset]:
@@ -419,18 +418,27 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
                 if w not in linear:
                     linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
                 lin = linear[w]
-            else:
-                own[k] = got
             s = link_sum(lattice, i, got, lin, let, shifted, cubic, f"_{k}")
             sums[k] = list(add_link(lattice, i, s, *sums[k], let, f"_{k}"))
+            if i == 0:
+                sums[k][1] = add_own(*got, kappa, sums[k][1], let, shifted, f"_{k}")[1]
     out = []
-    for k, ((rho, j), (rho0, u0)) in enumerate(zip(sums, own, strict=True)):
-        mass = let(rho0 + 1.0, f"rho_own_{k}") if shifted else rho0
+    for k, (rho, j) in enumerate(sums):
         inverse = let(1.0 / (rho + 1.0 if shifted else rho), f"inv_rho_{k}")
-        u = [let((ja + kappa * mass * ua) * inverse, f"u{'xyz'[a]}_{k}")
-             for a, (ja, ua) in enumerate(zip(j, u0, strict=True))]
+        u = [let(ja * inverse, f"u{'xyz'[a]}_{k}") for a, ja in enumerate(j)]
         out.append((rho, add_force(u, lambda v, name, k=k: let(v, f"{name}_{k}"), force)))
     return out
+
+
+def add_own(rho0, u0: Sequence, kappa, j: list, let: Callable, shifted: bool = False,
+            tag: str = ""):
+    """(ρ(x), j + κ ρ u(x)): the node's own κ f^(e,o)(x) in the momentum sums, added where
+    its record comes in :func:`link_order` (its ρ and u need not live longer); ρ from δρ
+    with ``shifted`` records."""
+    own = let(rho0 + 1.0, f"rho_own{tag}") if shifted else rho0
+    scale = let(kappa * own, f"kappa_rho{tag}")
+    return own, [let(ja + scale * ua, f"j{'xyz'[a]}0{tag}") for a, (ja, ua) in
+                 enumerate(zip(j, u0, strict=True))]
 
 
 def link_sum(lattice: Lattice, i: int, got: tuple, lin, let: Callable, shifted: bool = False,

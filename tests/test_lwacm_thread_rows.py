@@ -98,8 +98,9 @@ def records_after(backend, store: str, rows: int, cubic: bool = False, steps=(3,
                         "registers", force=(2e-5, -1e-5, 1e-5),
                         equilibrium_order=3 if cubic else 2)
     engine = params.create(lattice, tags, backend, np.dtype(np.float32))
-    engine.retune(chunk=4, thread_rows=rows)
-    assert engine.config.thread_rows == rows and engine.tile_rows == 8 * rows
+    threads = 4 if store == "fp32" and rows == 4 else 8  # fp32 ring within 48 KB
+    engine.retune(chunk=4, thread_rows=rows, rows=threads)
+    assert engine.config.thread_rows == rows and engine.tile_rows == threads * rows
     engine.load_state({"rho": rho, "u": u})
     engine.poison()
     out = []
@@ -180,6 +181,9 @@ def test_engine_choice_and_refusals():
             thread_rows=2)
     with pytest.raises(ValueError):
         cfg(thread_rows=3)
+    with pytest.raises(ValueError, match="needs a ring of 92480 B .* 49152 B .* rows=4"):
+        cfg(thread_rows=4)  # fp32, 8 rows of threads: 5 x 34 x 34 x 16 B
+    assert cfg(thread_rows=4, rows=4).ring_bytes == 5 * 34 * 18 * 16
     named = cfg(store="fp16s", staging="async", thread_rows=4)
     assert named.name.endswith("_fp16s_async_r4")
     text = generate(named)

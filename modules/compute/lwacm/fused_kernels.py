@@ -106,6 +106,16 @@ def helpers16(store: str, rounding: str = "nearest") -> str:
     staged (once per staged record, not once per read) and encoded when a node is stored."""
     return cuda_functions(FORMATS[store]) + """
 struct __align__(8) rec_t { unsigned short rho, ux, uy, uz; };
+// 1/x of the update (ρ' to u'): MUFU.RCP and a multiply (__fdividef: 2 ulp) in place of the
+// correctly rounded division and its slow path; the codes keep 11 bits. Exact on the host.
+__device__ __forceinline__ real_t reciprocal16(real_t x)
+{
+#if defined(__CUDA_ARCH__)
+    return __fdividef((real_t)1, x);
+#else
+    return (real_t)1 / x;
+#endif
+}
 __device__ __forceinline__ node_t record_decode(rec_t r)
 {
     node_t v;
@@ -137,6 +147,14 @@ __device__ __forceinline__ rec_t record_encode_sr(node_t v, int x, int y, int z,
 }
 """)
 
+def reciprocal(store: str):
+    """How the update takes 1/ρ' (:func:`.rule.single_step`): correctly rounded for fp32
+    records, :func:`helpers16`'s ``reciprocal16`` for 16-bit ones."""
+    if store == "fp32":
+        return None
+    return lambda value: Expr(f"reciprocal16({value})", atom=True)
+
+
 HELPERS = """
 // A halo coordinate wrapped into [0, n): true when that node is stored (across a periodic face
 // too); false beyond a non-periodic face (a wall: never read) or beyond the halo of a ragged tile.
@@ -148,21 +166,22 @@ __device__ __forceinline__ bool halo_index(int& g, int n, int periodic)
     return true;
 }
 
-// Global to shared memory without registers (cp.async, sm_80+): 16 bytes, zeros where !valid.
-// Older GPUs and the host stand-in of the tests copy through registers (the ring then fills
-// synchronously, still correct: the barrier after each plane orders it).
+// Global to shared memory without registers (cp.async, sm_80+): 16 bytes, or zeros where
+// size is 0 (from is then still a valid address). Older GPUs and the host stand-in of the
+// tests copy through registers (the ring then fills synchronously, still correct: the
+// barrier after each plane orders it).
 #if !defined(THELMA_HOST_THREADS) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define THELMA_CP_ASYNC 1
 #endif
-__device__ __forceinline__ void copy16(void* to, const void* from, bool valid)
+__device__ __forceinline__ void copy16(void* to, const void* from, unsigned size)
 {
 #if defined(THELMA_CP_ASYNC)
     const unsigned shared = (unsigned)__cvta_generic_to_shared(to);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n"
-                 :: "r"(shared), "l"(from), "r"(valid ? 16 : 0));
+                 :: "r"(shared), "l"(from), "r"(size));
 #else
     for (int w = 0; w < 4; ++w)
-        ((unsigned*)to)[w] = valid ? ((const unsigned*)from)[w] : 0u;
+        ((unsigned*)to)[w] = size ? ((const unsigned*)from)[w] : 0u;
 #endif
 }
 
@@ -353,7 +372,7 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
         return rho_k, [Expr(q, atom=True) for q in quad], dot(lattice.c[i], u_k)
 
     rho, u = rule.single_step(lattice, upstream, Expr("kappa", atom=True), em.let, force, les,
-                              shifted, cubic)
+                              shifted, cubic, reciprocal(store))
     em.raw("node_t out;")
     em.raw(f"out.rho = {rho};")
     for a, ax in enumerate(AXES):
@@ -441,19 +460,23 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     }}
     const size_t plane_stride = {plane_stride};
     // copies of plane gm (wrapped across a periodic face) into the ring slot at slot_, zeros
-    // where no node is stored, then one commit (also when there is nothing to copy: the groups
-    // count planes)
+    // where no node is stored (copies of size 0, from node 0 of a plane of the domain), then
+    // one commit (also when there is nothing to copy: the groups count planes). Only the last
+    // round can fall beyond the plane (k < PLANE holds for the others).
+    unsigned copy_size[STAGE_ROUNDS];  // bytes of a copy (of each 16-byte part) or 0
+    for (int r = 0; r < STAGE_ROUNDS; ++r) copy_size[r] = stored[r] ? 16u : 0u;
     #define STAGE_PLANE(gm_, slot_) {{ \\
         int gm = (gm_); \\
         const bool plane_ok = halo_index(gm, {m_extent}, {m_periodic}); \\
-        const node_t* plane_src = src + plane_stride * gm; \\
+        const node_t* plane_src = src + plane_stride * (plane_ok ? gm : 0); \\
+        const unsigned keep = plane_ok ? ~0u : 0u; \\
         for (int r = 0; r < STAGE_ROUNDS; ++r) {{ \\
             const int k = STAGE_TID + r * STAGE_THREADS; \\
-            if (k < PLANE) {{ \\
-                const bool ok = plane_ok && stored[r]; \\
-                const node_t* at = ok ? plane_src + from[r] : src; \\
+            if (r < STAGE_ROUNDS - 1 || k < PLANE) {{ \\
+                const node_t* at = plane_src + from[r]; \\
                 for (int part = 0; part < RECORD_PARTS; ++part) \\
-                    copy16((char*)&(slot_)[k] + 16 * part, (const char*)at + 16 * part, ok); \\
+                    copy16((char*)&(slot_)[k] + 16 * part, (const char*)at + 16 * part, \\
+                           copy_size[r] & keep); \\
             }} }} \\
         copies_issued(); }}
     for (int p = 0; p < 4; ++p) {{
@@ -545,7 +568,7 @@ def _thread_rows(text: str, lattice, force, store: str, shifted: bool, cubic: bo
         return Expr(f"b{k}.rho", atom=True), [Expr(f"b{k}.u{ax}", atom=True) for ax in AXES]
 
     nodes = rule.single_step_rows(lattice, rows, load, Expr("kappa", atom=True), em.let,
-                                  force, shifted, cubic)
+                                  force, shifted, cubic, reciprocal(store))
     for k, (rho, u) in enumerate(nodes):
         em.raw(f"const node_t out{k} = {{{rho}, {', '.join(str(v) for v in u)}}};")
         em.raw(f"dst[n_col + {k} * (size_t)nx] = "
@@ -681,16 +704,16 @@ struct ring16 {
 __device__ __forceinline__ node_t reload16(node_t v) { return v; }
 
 // 8 bytes global to shared (cp.async.ca: the 8-byte size is not allowed with .cg), zeros
-// where !valid; through registers where cp.async is not there (as copy16)
-__device__ __forceinline__ void copy8(void* to, const void* from, bool valid)
+// where size is 0; through registers where cp.async is not there (as copy16)
+__device__ __forceinline__ void copy8(void* to, const void* from, unsigned size)
 {
 #if defined(THELMA_CP_ASYNC)
     const unsigned shared = (unsigned)__cvta_generic_to_shared(to);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\\n"
-                 :: "r"(shared), "l"(from), "r"(valid ? 8 : 0));
+                 :: "r"(shared), "l"(from), "r"(size));
 #else
     for (int w = 0; w < 2; ++w)
-        ((unsigned*)to)[w] = valid ? ((const unsigned*)from)[w] : 0u;
+        ((unsigned*)to)[w] = size ? ((const unsigned*)from)[w] : 0u;
 #endif
 }
 """
@@ -705,13 +728,15 @@ def _staging16_async(text: str) -> str:
     decoded): those records are never used (wall links take ghosts), as in the fp32 ring."""
     text = _swap(text, "    __shared__ node_t ring[RING * PLANE];",
                  "    __shared__ rec_t ring[RING * PLANE];")
-    text = _swap(text, """        const node_t* plane_src = src + plane_stride * gm; \\""",
-                 """        const rec_t* plane_src = src + plane_stride * gm; \\""")
-    text = _swap(text, """                const node_t* at = ok ? plane_src + from[r] : src; \\""",
-                 """                const rec_t* at = ok ? plane_src + from[r] : src; \\""")
+    for line in ("        const {}* plane_src = src + plane_stride * (plane_ok ? gm : 0); \\",
+                 "                const {}* at = plane_src + from[r]; \\"):
+        text = _swap(text, line.format("node_t"), line.format("rec_t"))
     text = _swap(text, """                for (int part = 0; part < RECORD_PARTS; ++part) \\
-                    copy16((char*)&(slot_)[k] + 16 * part, (const char*)at + 16 * part, ok); \\""",
-                 """                copy8(&(slot_)[k], at, ok); \\""")
+                    copy16((char*)&(slot_)[k] + 16 * part, (const char*)at + 16 * part, \\
+                           copy_size[r] & keep); \\""",
+                 """                copy8(&(slot_)[k], at, copy_size[r] & keep); \\""")
+    text = _swap(text, "copy_size[r] = stored[r] ? 16u : 0u;",
+                 "copy_size[r] = stored[r] ? 8u : 0u;")
     text = _swap(text, """        const node_t* __restrict__ lo = ring + slot_lo;
         const node_t* __restrict__ mid = ring + slot_mid;
         const node_t* __restrict__ hi = ring + slot_hi;""",

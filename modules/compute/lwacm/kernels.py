@@ -56,6 +56,10 @@ def two_step_args(open_boundaries: bool, curved: bool) -> KernelArgs:
     return KernelArgs(chosen.label + " and curved walls", [*chosen.lines, curved_kernels.ARGS])
 
 
+STATIC_SHARED = 48 * 1024
+"""Bytes of static shared memory a kernel may declare (the single step's ring is static)."""
+
+
 @attrs.frozen
 class LwacmKernelConfig(cuda.KernelConfig):
     """Everything that is baked into the source text (the cache key): the shared fields of
@@ -111,6 +115,20 @@ class LwacmKernelConfig(cuda.KernelConfig):
             ("stochastic rounding", self.rounding != "nearest")) if present]
         if lacking:
             raise ValueError(f"thread_rows={value} does not take {', '.join(lacking)}; give 1")
+        if self.ring_bytes > STATIC_SHARED:
+            raise ValueError(
+                f"thread_rows={value} with {self.plane_rows} rows of threads needs a ring of "
+                f"{self.ring_bytes} B of shared memory, more than the {STATIC_SHARED} B of a "
+                "kernel's static shared memory; give fewer rows (e.g. rows=4) or thread_rows")
+
+    @property
+    def ring_bytes(self) -> int:
+        """Shared memory of the single step's ring: five planes of the tile and its halo,
+        records of 4 reals (8 B: raw 16-bit codes staged by cp.async)."""
+        record = 8 if self.store != "fp32" and self.staging == "async" else (
+            16 if self.real == "float" else 32)
+        rows = self.plane_rows * self.thread_rows
+        return fused_kernels.RING * (32 + 2) * (rows + 2) * record
 
     @property
     def plane_rows(self) -> int:

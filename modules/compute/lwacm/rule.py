@@ -312,7 +312,7 @@ def les_kappa(model, kappa0, strain):
 
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 force: Sequence[float] | None = None, les=None, shifted: bool = False,
-                cubic: bool = False):
+                cubic: bool = False, reciprocal: Callable = None):
     """One single-step update of a node. ``upstream(i)`` gives (ρ, u) of the upstream node
     x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
     each just before its direction is used (so generated code loads one neighbour at a time).
@@ -342,6 +342,9 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     is δρ'), and the sums run over the small parts of each f*_i, t_i = e_i + δρ_i (w_i + e_i)
     with e_i = f*_i / ρ_i − w_i (Σ_i w_i = 1, Σ_i c_i w_i = 0). In fp32 a record of ρ near 1
     resolves 6e-8, while a step at ν ~ 1e-5 changes ρ by ~1e-8 (6ν ∇·j, u·∇ρ): rounded away.
+
+    ``reciprocal``: how 1/ρ' is taken (default 1 / x; the 16-bit kernels pass a faster one
+    whose 2-ulp error the stored codes do not see).
 
     ``cubic``: each f*_i(x − c_i) carries the third-order part of its equilibrium,
     w_i ρ h_i (:func:`cubic_i`), which cancels the scheme's anti-diffusion −½ u u : ∇∇(ρu)
@@ -380,9 +383,14 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
             own, j = add_own(rho0, u0, kappa, j, let, shifted)
     if link_shift is not None:  # Σ_i κ_i f^(e,o)_i(x) = 3 C_s² ρ u·∇|S| (its Σ c_i part: κ ρ u)
         rho = let(rho + own * dot_list(u0, link_shift), "m_les")
-    inverse = let(1.0 / (rho + 1.0 if shifted else rho), "inv_rho")
+    inverse = let((reciprocal or _reciprocal)(rho + 1.0 if shifted else rho), "inv_rho")
     u = [let(ja * inverse, f"u{'xyz'[a]}") for a, ja in enumerate(j)]
     return rho, add_force(u, let, force)
+
+
+def _reciprocal(value):
+    """1 / ``value``, correctly rounded (the default of :func:`single_step`)."""
+    return 1.0 / value
 
 
 def link_order(lattice: Lattice) -> list[int]:
@@ -394,7 +402,7 @@ def link_order(lattice: Lattice) -> list[int]:
 
 def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Callable,
                      force: Sequence[float] | None = None, shifted: bool = False,
-                     cubic: bool = False) -> list[tuple]:
+                     cubic: bool = False, reciprocal: Callable = None) -> list[tuple]:
     """:func:`single_step` of ``rows`` nodes in a column along y (x + k e_y, k < rows) that read
     each upstream record once: ``load(offset)`` gives (ρ, u) of the record at x + offset,
     called once per offset in the order of :func:`link_order`, and every link that needs it
@@ -424,7 +432,8 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
                 sums[k][1] = add_own(*got, kappa, sums[k][1], let, shifted, f"_{k}")[1]
     out = []
     for k, (rho, j) in enumerate(sums):
-        inverse = let(1.0 / (rho + 1.0 if shifted else rho), f"inv_rho_{k}")
+        inverse = let((reciprocal or _reciprocal)(rho + 1.0 if shifted else rho),
+                      f"inv_rho_{k}")
         u = [let(ja * inverse, f"u{'xyz'[a]}_{k}") for a, ja in enumerate(j)]
         out.append((rho, add_force(u, lambda v, name, k=k: let(v, f"{name}_{k}"), force)))
     return out

@@ -105,7 +105,7 @@ def test_async_staging_kernel_text_copies_raw_8_byte_records():
     assert cfg.name.endswith("_fp16s_async")
     assert "__shared__ rec_t ring[RING * PLANE];" in text and "LOAD_PLANE" not in text
     assert "cp.async.ca.shared.global [%0], [%1], 8, %2;" in text
-    assert "copy8(&(slot_)[k], at, ok);" in text
+    assert "copy8(&(slot_)[k], at, copy_size[r] & keep);" in text
     assert "const ring16 hi" in text and "record_decode(staged" not in text
     registers = generate(LwacmKernelConfig(lattice, "float", "fused", store="fp16s"))
     assert "LOAD_PLANE" in registers and "ring16" not in registers

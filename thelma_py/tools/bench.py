@@ -57,8 +57,9 @@ class BenchConfig:
     with fp32 arithmetic."""
     rounding: str = "nearest"
     """lwacm-fused 16-bit records: rounded to nearest or stochastically."""
-    staging: str = "registers"
-    """lwacm-fused 16-bit records: staged through registers or by cp.async ('async')."""
+    staging: str | None = None
+    """lwacm-fused 16-bit records: staged through registers or by cp.async ('async'); None:
+    the plug-in's choice (cp.async for fp16s)."""
     wall_reads: str | None = None
     """LBM dense: populations across wall links re-read ('refetch') or read once from a
     selected address ('select'); None: the plug-in's default."""
@@ -80,7 +81,7 @@ class BenchConfig:
             {None: "", True: " moving-tiles", False: " all-tiles"}[self.moving_tiles]) + (
             f" {self.store}" if self.store != "fp32" else "") + (
             " sr" if self.rounding == "stochastic" else "") + (
-            " async" if self.staging == "async" else "") + (
+            f" {self.staging}" if self.staging else "") + (
             f" {self.wall_reads}" if self.wall_reads else "") + (
             {None: "", True: " narrow", False: " wide"}[self.narrow]) + (
             f" r{self.thread_rows}" if self.thread_rows else "")
@@ -137,6 +138,8 @@ def compute_params(cfg: BenchConfig):
             extra["cuda_options"]["block"] = cfg.block
     if cfg.compute == "lwacm-fused" and cfg.store != "fp32":
         extra.update(store=cfg.store, rounding=cfg.rounding, staging=cfg.staging)
+        if cfg.staging is None:
+            del extra["staging"]
     if cfg.les != "none":
         extra["les"] = cfg.les
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
@@ -207,6 +210,7 @@ def run_config(cp, backend, cfg: BenchConfig, copy_bw: float, uniform: bool = Fa
     achieved = timing["mlups"] * 1e6 * bytes_per_node
     record = {**attrs.asdict(cfg), "block": getattr(engine, "block", cfg.block),
               "thread_rows": getattr(getattr(engine, "config", None), "thread_rows", None),
+              "staging": getattr(getattr(engine, "config", None), "staging", cfg.staging),
               "nodes": nodes, **timing,
               "bytes_per_node": bytes_per_node,
               "memory_bytes_per_node": engine.memory_bytes_per_node,
@@ -349,8 +353,9 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
         return False  # 16-bit storage: LBM and single-step LW-ACM, fp32 arithmetic only
     if cfg.rounding != "nearest" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
         return False  # stochastic rounding: 16-bit single-step LW-ACM records only
-    if cfg.staging != "registers" and (cfg.compute != "lwacm-fused" or cfg.store != "fp16s"):
-        return False  # staging of 16-bit single-step LW-ACM records (fp16s codes only)
+    if cfg.staging and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"
+                        or (cfg.staging == "async" and cfg.store != "fp16s")):
+        return False  # staging of 16-bit single-step LW-ACM records (async: fp16s only)
     if cfg.thread_rows and (cfg.compute != "lwacm-fused" or cfg.lattice == "D2Q9"):
         return False  # nodes per thread: the 3D single step only
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
@@ -405,9 +410,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "fp32,fp16s,fp16c (16-bit: float32 arithmetic)")
     parser.add_argument("--rounding", type=_words, default=["nearest"],
                         help="lwacm-fused 16-bit records: nearest,stochastic to sweep")
-    parser.add_argument("--staging", type=_words, default=["registers"],
+    parser.add_argument("--staging", type=_words, default=[None],
                         help="lwacm-fused 16-bit records: registers,async to sweep (how a "
-                             "plane reaches the shared ring)")
+                             "plane reaches the shared ring; default: the plug-in's choice, "
+                             "async for fp16s)")
     parser.add_argument("--thread-rows", type=_ints, default=None,
                         help="lwacm-fused, 3D: 1,2,4 to sweep the nodes a thread updates along y "
                              "(default: the engine's choice)")

@@ -203,10 +203,12 @@ class LwacmFused(LwacmParameters):
     loses every change of u smaller than half a step, which the single-step state (ρ, u only)
     makes often: see docs/DESIGN.md (helper half2)."""
 
-    staging: str = attrs.field(default="registers", validator=attrs.validators.in_(STAGINGS))
+    staging: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(STAGINGS)))
     """16-bit records, how a plane reaches the shared ring: 'registers' (loaded a plane
     ahead, decoded once per staged record) or 'async' (raw codes copied by cp.async as the
-    fp32 records are, decoded at each read; fp16s only): see docs/DESIGN.md (rec16)."""
+    fp32 records are, decoded at each read; fp16s only): see docs/DESIGN.md (rec16). None:
+    'async' for fp16s (faster with either rounding: NOTES runs 32, 47), else 'registers'."""
 
     open_ghosts: str = attrs.field(default="sides",
                                    validator=attrs.validators.in_(("sides", "links")))
@@ -235,7 +237,7 @@ class LwacmFused(LwacmParameters):
 
     @staging.validator
     def _check_staging(self, _, value):
-        if value != "registers" and self.store == "fp32":
+        if value not in (None, "registers") and self.store == "fp32":
             raise ValueError(f"staging={value!r} is for 16-bit records; give store='fp16s' "
                              "or 'fp16c', or leave staging='registers'")
         if value == "async" and self.store == "fp16c":
@@ -264,5 +266,6 @@ class LwacmFused(LwacmParameters):
                              f"combined with open boundaries ({', '.join(open_kinds)}) yet; "
                              "use store='fp32' there")
         density = self.density or ("shifted" if self.les is not None and plain else "absolute")
-        params = attrs.evolve(self, density=density)
+        staging = self.staging or ("async" if self.store == "fp16s" else "registers")
+        params = attrs.evolve(self, density=density, staging=staging)
         return super(LwacmFused, params).create(lattice, tags, backend, dtype)

@@ -13,22 +13,25 @@ single="--collision bgk --precision float32 --streaming pull"
 for part in "$@"; do
   echo "=== $part $(date +%T)"
   case $part in
-    tests)  # GPU tests in 6 processes (kernel compilation is CPU-bound), one combined log;
-      # the test ids are dealt out round robin, so no process gets one large file alone
-      # tests marked gpus(n) need n devices: required here only where the machine has them
-      # (benchmarks/multi_gpu_run.sh runs them on two)
+    tests)  # GPU tests in GPU_SHARDS processes (6; kernel compilation is CPU-bound), at most
+      # GPU_TEST_SECONDS (480) each, one combined log; the test ids are dealt out round robin,
+      # so no process gets one large file alone; tests marked gpus(n) need n devices: required
+      # here only where the machine has them (benchmarks/multi_gpu_run.sh runs them on two)
+      shards=${GPU_SHARDS:-6}
       select="gpu"; [ "$(nvidia-smi -L | wc -l)" -ge 2 ] || select="gpu and not gpus"
       python3 -m pytest -q -m "$select" --collect-only -p no:cacheprovider tests 2>/dev/null \
         | grep "::" > "$out/gpu_ids.txt"; pids=()
-      for shard in 0 1 2 3 4 5; do
-        awk -v s=$shard 'NR % 6 == s' "$out/gpu_ids.txt" > "$out/gpu_ids_$shard.txt"
-        THELMA_REQUIRE_GPU=1 timeout 480 python3 -m pytest -q -m "$select" -p no:cacheprovider \
-          $(cat "$out/gpu_ids_$shard.txt") > "$out/gpu_tests_$shard.log" 2>&1 &
+      for shard in $(seq 0 $((shards - 1))); do
+        awk -v s=$shard -v n=$shards 'NR % n == s' "$out/gpu_ids.txt" > "$out/gpu_ids_$shard.txt"
+        THELMA_REQUIRE_GPU=1 timeout "${GPU_TEST_SECONDS:-480}" python3 -m pytest -q \
+          -m "$select" -p no:cacheprovider $(cat "$out/gpu_ids_$shard.txt") \
+          > "$out/gpu_tests_$shard.log" 2>&1 &
         pids+=($!)
       done
       status=0; for p in "${pids[@]}"; do wait "$p" || status=1; done
-      cat "$out"/gpu_tests_[0-5].log > "$out/gpu_tests.log"
-      rm -f "$out"/gpu_tests_[0-5].log "$out"/gpu_ids*.txt
+      for shard in $(seq 0 $((shards - 1))); do cat "$out/gpu_tests_$shard.log"; done \
+        > "$out/gpu_tests.log"
+      rm -f "$out"/gpu_tests_[0-9]*.log "$out"/gpu_ids*.txt
       grep -E "passed|failed|error|Error|FAILED" "$out/gpu_tests.log" | tail -n 40
       echo "gpu tests status $status";;
     bench)  # the default list of issue 3 (D3Q19 BGK/MRT, fp32/fp64, pull/aa, 128-384)

@@ -117,6 +117,19 @@ class Lattice:
         usq = sum(ua * ua for ua in u)
         return [self.equilibrium_i(i, rho, u, usq) for i in range(self.q)]
 
+    def equilibrium_shifted(self, delta, rho, u: Sequence):
+        """f_eq_i − w_i for i in 0..Q-1, as a list: w_i δρ + w_i ρ (−3/2 u² + c·u (3 + 9/2 c·u))
+        with δρ = ρ − 1 given (the shifted populations of 16-bit storage collide in it
+        without adding and taking away w_i)."""
+        quadratic = -1.5 * sum(ua * ua for ua in u)
+        out = []
+        for i in range(self.q):
+            cu = sum(int(c) * ua for c, ua in zip(self.c[i], u, strict=True) if c != 0)
+            w = float(self.w[i])  # w δρ, w ρ and −3/2 u²: once per weight or node
+            part = quadratic if isinstance(cu, int) else quadratic + cu * (3.0 + 4.5 * cu)
+            out.append(w * delta + (w * rho) * part)
+        return out
+
     def equilibrium_i(self, i: int, rho, u: Sequence, usq=None):
         """Equilibrium of direction i alone; ``usq`` = |u|² if already computed."""
         if usq is None:

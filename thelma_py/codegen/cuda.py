@@ -203,16 +203,23 @@ def shift(lattice: Lattice, i: int) -> str:
     return f"(real_t){float(lattice.w[i])!r}"
 
 
-def pop_load(lattice: Lattice, i: int, element: str, store: str = "fp32") -> str:
+def pop_load(lattice: Lattice, i: int, element: str, store: str = "fp32",
+             shifted: bool = False) -> str:
     """C expression of population i read from ``element``: as it is (fp32) or decoded from
-    16 bits and shifted back (``pop_decode(...) + w_i``)."""
-    return element if store == "fp32" else f"(pop_decode({element}) + {shift(lattice, i)})"
+    16 bits and shifted back (``pop_decode(...) + w_i``; ``shifted``: left as f_i − w_i, for a
+    collision in shifted populations)."""
+    if store == "fp32":
+        return element
+    return f"pop_decode({element})" if shifted else f"(pop_decode({element}) + {shift(lattice, i)})"
 
 
-def pop_value(lattice: Lattice, i: int, value: str, store: str = "fp32") -> str:
+def pop_value(lattice: Lattice, i: int, value: str, store: str = "fp32",
+              shifted: bool = False) -> str:
     """C expression stored for population i of value ``value``: as it is (fp32) or shifted by
-    −w_i and rounded to 16 bits (``pop_encode``)."""
-    return value if store == "fp32" else f"pop_encode({value} - {shift(lattice, i)})"
+    −w_i and rounded to 16 bits (``pop_encode``; ``shifted``: ``value`` is f_i − w_i already)."""
+    if store == "fp32":
+        return value
+    return f"pop_encode({value})" if shifted else f"pop_encode({value} - {shift(lattice, i)})"
 
 
 WALL_READS = ("refetch", "select")
@@ -224,7 +231,7 @@ one dependent load more in front)."""
 
 def population_reads(lattice: Lattice, scheme: str, parity: str,
                      momentum: WallMomentum | None = None, store: str = "fp32",
-                     wall_reads: str = "refetch", narrow: bool = False
+                     wall_reads: str = "refetch", narrow: bool = False, shifted: bool = False
                      ) -> tuple[list[str], list[str]]:
     """C statements loading f0..f{Q-1} of a pull, push or AA (``parity`` 'even' / 'odd') step:
     (loads, wall fix-ups). ``momentum`` None: walls at rest (no Ladd term). ``store``: the
@@ -235,7 +242,9 @@ def population_reads(lattice: Lattice, scheme: str, parity: str,
     its bounced population (rare). 'select': ``tag`` is known before the loads, and each
     population is read once from the upstream or the bounced address; the fix-ups only add the
     moving-wall term (with 16-bit storage one link at a time, in a rolled loop). ``narrow``:
-    32-bit indices from the thread's node (:func:`slot_index`)."""
+    32-bit indices from the thread's node (:func:`slot_index`). ``shifted``: 16-bit values are
+    left as f_i − w_i (:func:`pop_load`; bounce-back and Ladd's term are the same for them,
+    w_i = w_ī)."""
     opp = lattice.opposite
     loads, fixups = [], []
     # 16-bit storage: the moving-wall terms in a rolled loop (measured: +1.4 % in a 16-bit
@@ -257,11 +266,11 @@ def population_reads(lattice: Lattice, scheme: str, parity: str,
         wall = f"((tag >> {LINK_SHIFT + i - 1}) & 1)"
         crosses = i != 0 and source != bounce
         index = f"{wall} ? {bounce} : {source}" if crosses and wall_reads == "select" else source
-        loads.append(f"real_t f{i} = {pop_load(lattice, i, f'{array}[{index}]', store)};")
+        loads.append(f"real_t f{i} = {pop_load(lattice, i, f'{array}[{index}]', store, shifted)};")
         if not crosses:
             continue
         # w_i = w_ī: slot ī holds the same shift
-        reread = pop_load(lattice, i, f"{array}[{bounce}]", store)
+        reread = pop_load(lattice, i, f"{array}[{bounce}]", store, shifted)
         if momentum is None:
             if wall_reads == "refetch":
                 fixups.append(f"if ({wall}) {{ f{i} = {reread}; }}")

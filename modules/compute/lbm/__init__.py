@@ -35,7 +35,15 @@ from thelma_py.modules.compute.lbm.sparse import STORAGES
 from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
-from thelma_py.store16 import STORES, bytes_per_value, check_state_store, round_trip, weights
+from thelma_py.store16 import (
+    STORES,
+    bytes_per_value,
+    check_state_store,
+    from_codes,
+    round_trip,
+    to_codes,
+    weights,
+)
 from thelma_py.subgrid import Smagorinsky, subgrid_model
 from thelma_py.tags import TagLayout
 from thelma_py.units import RelaxationTime
@@ -176,14 +184,27 @@ class Lbm(RelaxationTime):
         """The collision model bound to ``lattice`` (raises where it cannot run there)."""
         return Relaxation(lattice, self.collision, self.les)
 
+    def shifts(self, lattice: Lattice, open_faces: bool, interpolated: bool) -> bool:
+        """Whether the dense kernels and the NumPy reference collide the 16-bit storage's
+        f_i − w_i as they are (:func:`.collision.collide` with ``shifted``: 2Q additions a
+        node fewer, NOTES run 50): fp16s dense storage (fp16c's integer decode is the cost
+        there, and its AA even kernel held 96 registers this way), a model that relaxes
+        f − f_eq, and no open boundaries or interpolated bodies anywhere in the geometry (so
+        every rank of a distributed run decides alike; those rules read whole populations)."""
+        return (self.store == "fp16s" and self.storage == "dense" and not open_faces
+                and not interpolated and self.relaxation(lattice).shifts)
+
     def kernel_source(self, lattice: Lattice, dtype, moving_walls: bool = True,
                       boundaries: tuple = (), interpolated: bool = False,
-                      box_walls: int = 0, nodes: int | None = None) -> str:
+                      box_walls: int = 0, nodes: int | None = None,
+                      shifted: bool | None = None) -> str:
         """The generated CUDA source of this configuration (what ``thelma kernels`` prints);
         ``boundaries`` lists the (node kind, face) pairs of open boundaries to handle,
         ``interpolated`` adds interpolated bounce-back for curved bodies, ``box_walls`` the
         faces of the stored box that are walls (:func:`.tag_tables.box_walls`; dense),
-        ``nodes`` the stored nodes (dense: 32-bit indices where they fit, :meth:`narrow`)."""
+        ``nodes`` the stored nodes (dense: 32-bit indices where they fit, :meth:`narrow`),
+        ``shifted`` a collision in shifted populations (None: :meth:`shifts` of these
+        boundaries and bodies)."""
         from thelma_py.modules.compute.lbm.kernels import KernelConfig, generate
         from thelma_py.modules.compute.lbm.sparse_kernels import generate_sparse
 
@@ -209,7 +230,9 @@ class Lbm(RelaxationTime):
             wall_reads=self.wall_reads(moving_walls, box_walls,
                                        double=np.dtype(dtype) == np.float64),
             box_walls=box_walls if self.storage == "dense" else 0,
-            store=self.store, narrow=self.narrow(lattice, nodes)))
+            store=self.store, narrow=self.narrow(lattice, nodes),
+            shifted=self.shifts(lattice, bool(boundaries), interpolated) if shifted is None
+            else shifted))
 
     def check(self, lattice: Lattice) -> None:
         if self.tau > MAX_TAU:
@@ -276,6 +299,9 @@ class NumpyLbm(ComputeEngine):
         self.omega = dtype.type(params.omega)
         self.omega_minus = dtype.type(params.omega_minus)
         self._copies = [_shift_copies(c[::-1], self.shape) for c in lattice.c.tolist()]
+        # 16-bit storage: collide f − w as the kernels do (Lbm.shifts), w as fp32 (Q, 1)
+        self.shifted = params.shifts(lattice, tags.has_open_faces, bool(tags.interpolated_ids))
+        self._w_nodes = weights(lattice)  # (Q, 1, ..., 1)
         # Collide in blocks of nodes so that the dozens of temporaries the collision creates
         # stay in cache; elementwise arithmetic makes the result independent of the blocking.
         self._blocks = node_blocks(int(np.prod(self.shape)), lattice.q * dtype.itemsize)
@@ -299,8 +325,10 @@ class NumpyLbm(ComputeEngine):
             return f
         return round_trip(self.params.store, f, weights(self.lattice))
 
-    def stream(self, f: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """Pull streaming with halfway bounce-back: returns the pre-collision populations.
+    def stream(self, f: np.ndarray, out: np.ndarray | None = None,
+               wall_terms: bool = True) -> np.ndarray:
+        """Pull streaming with halfway bounce-back: returns the pre-collision populations
+        (``wall_terms`` False: moving walls' terms left out, :meth:`add_wall_terms`).
 
         Same values as :func:`.layouts.stream` (``np.roll`` per population), written with
         slice copies into ``out`` (a new array if None) instead of temporaries.
@@ -312,15 +340,26 @@ class NumpyLbm(ComputeEngine):
         opposite = self.lattice.opposite
         for i, flat in self.walls.index.items():
             bounced = f[opposite[i]].reshape(-1)[flat]
-            term = self.walls.term[i]
+            term = self.walls.term[i] if wall_terms else None
             out[i].reshape(-1)[flat] = bounced if term is None else bounced + term
         return out
+
+    def add_wall_terms(self, f: np.ndarray) -> None:
+        """Ladd's moving-wall terms added in place to the bounced populations of ``f``."""
+        for i, flat in self.walls.index.items():
+            term = self.walls.term[i]
+            if term is not None:
+                f[i].reshape(-1)[flat] += term
 
     def step(self, n: int = 1) -> None:
         force = self.params.force
         q = self.lattice.q
         for _ in range(n):
-            new = self.stream(self.f, out=self._spare)
+            new = self.stream(self.f, out=self._spare, wall_terms=not self.shifted)
+            if self.shifted:  # the stored f − w exactly (the codes' values), then the terms
+                new[...] = from_codes(self.params.store, to_codes(self.params.store, new,
+                                                                  self._w_nodes), 0.0)
+                self.add_wall_terms(new)
             if self.open:
                 self.open.apply(new)
             if self.curved:  # after the open rules: their neighbour copies see halfway values
@@ -328,13 +367,15 @@ class NumpyLbm(ComputeEngine):
             flat = new.reshape(q, -1)
             for block in self._blocks:
                 post, _, _ = collide(self.relax, list(flat[:, block]), identity_let, self.omega,
-                                     self.omega_minus, force)
+                                     self.omega_minus, force, self.shifted)
                 for i in range(q):  # every post[i] is computed before any write: in place
                     flat[i, block] = post[i]
+            if self.shifted:  # f − w to codes and back, as the kernels store it
+                new[...] = round_trip(self.params.store, new, 0.0) + self._w_nodes
+            elif self.params.store != "fp32":
+                new[...] = self._stored(new)
             if len(self.solid):
                 flat[:, self.solid] = self.f.reshape(q, -1)[:, self.solid]
-            if self.params.store != "fp32":
-                new[...] = self._stored(new)
             self.f, self._spare = new, self.f
 
     def macroscopic(self):

@@ -34,9 +34,11 @@ from thelma_py.subgrid import Smagorinsky, subgrid_model
 _MODELS: dict[str, type[CollisionModel]] = {}
 
 
-def moments(lattice: Lattice, f: Sequence, let: Callable, force: Sequence[float] | None = None):
-    """Density and velocity from populations: (ρ, [u_x, u_y, ...])."""
-    rho = let(sum(f[1:], f[0]), "rho")
+def moments(lattice: Lattice, f: Sequence, let: Callable, force: Sequence[float] | None = None,
+            delta=None):
+    """Density and velocity from populations: (ρ, [u_x, u_y, ...]); ``delta``: ``f`` holds
+    f_i − w_i and δρ = Σ_i (f_i − w_i) is given, so ρ = 1 + δρ (Σ_i w_i = 1, Σ_i c_i w_i = 0)."""
+    rho = let(sum(f[1:], f[0]) if delta is None else delta + 1.0, "rho")
     inv_rho = let(1.0 / rho, "inv_rho")
     u = []
     for a, axis in enumerate("xyz"[: lattice.d]):
@@ -190,6 +192,12 @@ class Relaxation:
         """The model's name (it names the generated kernels)."""
         return self.model.name
 
+    @property
+    def shifts(self) -> bool:
+        """Whether :func:`collide` takes populations shifted by −w_i: models that relax
+        f − f_eq (every one but those colliding whole populations, the cumulant)."""
+        return type(self.model).post_collision is CollisionModel.post_collision
+
     def apply(self, g: Sequence, let: Callable, omega, omega_minus=None, rho=None,
               u: Sequence | None = None) -> list:
         """K g for non-equilibrium populations ``g`` at a node of density ``rho``, velocity
@@ -219,9 +227,9 @@ def local_rates(relax: Relaxation, g: Sequence, let: Callable, omega, rho):
 
 
 def _nonequilibrium(lat: Lattice, f: Sequence, let: Callable, rho, u: Sequence,
-                    force: Sequence[float] | None):
-    """(f_eq, Guo's F or None, f − f_eq + F/2)."""
-    feq = lat.equilibrium(rho, u)
+                    force: Sequence[float] | None, delta=None):
+    """(f_eq, Guo's F or None, f − f_eq + F/2); with ``delta`` (δρ) f and f_eq less w_i."""
+    feq = lat.equilibrium(rho, u) if delta is None else lat.equilibrium_shifted(delta, rho, u)
     forcing = guo_forcing(lat, rho, u, force) if force is not None and any(force) else None
     if forcing is None:
         neq = [let(fi - ei) for fi, ei in zip(f, feq, strict=True)]
@@ -231,20 +239,26 @@ def _nonequilibrium(lat: Lattice, f: Sequence, let: Callable, rho, u: Sequence,
 
 
 def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=None,
-            force: Sequence[float] | None = None):
-    """One collision: returns (post-collision populations, ρ, u)."""
+            force: Sequence[float] | None = None, shifted: bool = False):
+    """One collision: returns (post-collision populations, ρ, u). ``shifted``: ``f`` and the
+    result hold f_i − w_i (16-bit storage's values: no w_i added at each read and taken away
+    at each write; :meth:`Relaxation.shifts`), the equilibrium f_eq − w_i from δρ = Σ_i f_i."""
     lat = relax.lattice
-    rho, u = moments(lat, f, let, force)
+    if shifted and not relax.shifts:
+        raise ValueError(f"collision model {relax.kind!r} collides whole populations; it "
+                         "takes no shifted ones")
+    delta = let(sum(f[1:], f[0]), "drho") if shifted else None
+    rho, u = moments(lat, f, let, force, delta)
     forcing = None
     neq = None
     if relax.les is not None:  # the local rates come from f − f_eq, for every model
-        feq, forcing, neq = _nonequilibrium(lat, f, let, rho, u, force)
+        feq, forcing, neq = _nonequilibrium(lat, f, let, rho, u, force, delta)
         omega, omega_minus = local_rates(relax, neq, let, omega, rho)
     whole = relax.model.post_collision(lat, f, rho, u, let, omega, omega_minus, force)
     if whole is not None:  # a model that does not relax f − f_eq (cumulant)
         return whole, rho, u
     if neq is None:
-        feq, forcing, neq = _nonequilibrium(lat, f, let, rho, u, force)
+        feq, forcing, neq = _nonequilibrium(lat, f, let, rho, u, force, delta)
     relaxed = relax.apply(neq, let, omega, omega_minus, rho, u)
     post = [fi - ri for fi, ri in zip(f, relaxed, strict=True)]
     if forcing is not None:

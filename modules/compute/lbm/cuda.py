@@ -68,7 +68,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.source = params.kernel_source(
             lattice, self.dtype, moving_walls=bool(np.any(tags.bc_table[:, :3] != 0)),
             boundaries=tags.open_kinds, interpolated=bool(len(tags.curved_nodes)),
-            box_walls=self.box_walls, nodes=int(tags.tags.size))
+            box_walls=self.box_walls, nodes=int(tags.tags.size),
+            shifted=params.shifts(lattice, tags.has_open_faces, bool(tags.interpolated_ids)))
         self.shape = tags.tags.shape
         self.nodes = int(np.prod(self.shape))
         flags = tile_flags(tags, self.box_walls)

@@ -107,6 +107,17 @@ class KernelConfig(cuda.KernelConfig):
     """Population storage: fp32 (real_t) or a 16-bit format of f_i − w_i
     (:mod:`thelma_py.store16`; fp32 arithmetic). Every population read (bulk, walls, open
     boundaries, interpolated links) decodes, every store encodes."""
+    shifted: bool = attrs.field(default=False, kw_only=True)
+    """16-bit storage: the collision runs in the stored f_i − w_i (no w_i added at each read
+    and taken away at each write, :func:`.collision.collide`): :meth:`.Lbm.shifts` decides,
+    from the whole geometry (no open boundaries or interpolated bodies) and the model."""
+
+    @shifted.validator
+    def _check_shifted(self, _, value):
+        if value and (self.store == "fp32" or self.boundaries or self.interpolated
+                      or not self.relaxation.shifts):
+            raise ValueError("shifted populations need 16-bit storage, no open boundaries or "
+                             "interpolated bodies, and a model that relaxes f − f_eq")
 
     @wall_reads.validator
     def _check_wall_reads(self, _, value):
@@ -231,7 +242,7 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
         else:  # push and AA odd: to the downstream node, or bounced into slot ī here
             target, bounce = (cuda.slot_index(lat, i, i, +1, narrow),
                               cuda.slot_index(lat, opp[i], narrow=narrow))
-        value = cuda.pop_value(lat, i, f"p{i}", cfg.store)  # w_i = w_ī: either slot
+        value = cuda.pop_value(lat, i, f"p{i}", cfg.store, cfg.shifted)  # w_i = w_ī: either slot
         if i == 0 or target == bounce:
             lines.append(f"{store}({address(f'{array}[{target}]')}, {value});")
             continue
@@ -248,7 +259,8 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
             moving = f"{wall} && (tile & {MOVING_TILE})" if cfg.moving_tiles else wall
             lines.append(f"real_t q{i} = p{i};\n"
                          f"if ({moving}) {{ {setup} q{i} += {term}; }}\n"
-                         f"{store}({chosen}, {cuda.pop_value(lat, i, f'q{i}', cfg.store)});")
+                         f"{store}({chosen}, "
+                         f"{cuda.pop_value(lat, i, f'q{i}', cfg.store, cfg.shifted)});")
         else:
             lines.append(f"{store}({chosen}, {value});")
     return lines
@@ -271,7 +283,7 @@ def _collision(cfg: KernelConfig) -> tuple[str, Expr, list]:
     em = Emitter()
     f = [Expr(f"f{i}", atom=True) for i in range(cfg.lattice.q)]
     post, rho, u = collide(cfg.relaxation, f, em.let, Expr("omega", atom=True),
-                           Expr("omega_minus", atom=True), cfg.force)
+                           Expr("omega_minus", atom=True), cfg.force, cfg.shifted)
     for i, p in enumerate(post):
         em.let(p, f"p{i}")
     return em.code(4), rho, u
@@ -286,11 +298,12 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
     reads = "refetch" if part == "bulk" and not cfg.box_walls else cfg.wall_reads
     loads, fixups = cuda.population_reads(cfg.lattice, cfg.scheme, parity,
                                           wall_momentum if cfg.moving_walls else None, cfg.store,
-                                          reads, cfg.narrow)
+                                          reads, cfg.narrow, cfg.shifted)
     writes = _writes(cfg, parity)
     if cfg.moving_tiles and cfg.moving_walls:  # wall-row lookups only where a wall moves
         fixups = _by_tile(fixups, cuda.population_reads(cfg.lattice, cfg.scheme, parity, None,
-                                                         cfg.store, reads, cfg.narrow)[1])
+                                                         cfg.store, reads, cfg.narrow,
+                                                         cfg.shifted)[1])
     body, rho, u = _collision(cfg)
     pad = " " * 4
     # Every node runs the wall-aware path: clean tiles compute their tag (fluid, and the links

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -177,6 +178,40 @@ def test_two_ranks_sharing_one_gpu_equal_one_gpu_bit_for_bit(mode, scheme):
     assert f"identical: lid float64 {mode} {scheme}, 2 ranks" in out and "over mpi" in out
 
 
+@pytest.mark.gpu
+def test_y_cut_of_16bit_single_step_records_equals_one_gpu_bit_for_bit():
+    """fp16s records, 4 rows a thread: the y cut's launches keep the groups of 4 rows that one
+    GPU forms (rank boundaries at row 16), so each row takes the same path and code."""
+    out = run_gpus(2, "float32", "rows32", "overlap", "1x2x1", "lwacm-fused-fp16s",
+                   env={"CUDA_VISIBLE_DEVICES": "0", "THELMA_HALO": "auto"})
+    assert "identical: rows32 float32 overlap lwacm-fused-fp16s, 2 ranks" in out
+
+
+@pytest.mark.parametrize(("layers", "group", "origin", "boundary", "interior"), [
+    (10, 1, 0, [(1, 1), (8, 1)], (2, 6)),  # one layer a launch at each end: as before groups
+    (4, 1, 0, [(1, 1), (2, 1)], None),
+    (3, 1, 0, [(1, 1)], None),
+    (34, 4, 0, [(1, 4), (29, 4)], (5, 24)),  # 32 owned rows from a multiple of 4
+    (10, 4, 0, [(1, 4), (5, 4)], None),
+    (5, 4, 0, [(1, 3)], None),
+    (34, 4, 2, [(1, 2), (31, 2)], (3, 28)),  # layer 1 at global row 4k + 2
+])
+def test_overlapped_launches_keep_row_groups_whole(layers, group, origin, boundary, interior):
+    """The boundary launches hold layers 1 and L − 2 with the rest of their groups (aligned
+    to the global rows), the interior launch starts at a group: every owned layer once."""
+    from thelma_py.cuda_steps import OverlappedSteps
+
+    steps = OverlappedSteps()
+    steps._layers, steps._group, steps._group_origin = layers, group, origin
+    got_boundary, got_interior = steps._launches()
+    assert (got_boundary, got_interior) == (boundary, interior)
+    launches = got_boundary + ([got_interior] if got_interior else [])
+    rows = sorted(r for first, count in launches for r in range(first, first + count))
+    assert rows == list(range(1, layers - 1))
+    starts = [first for first, _ in launches[1:]]
+    assert all((first - 1 + origin) % group == 0 for first in starts)
+
+
 def test_edge_table_of_a_rank_with_a_ghost_layer_beyond_the_lid_matches_one_domain():
     """The top rank of a z cut stores a ghost layer beyond the lid: a link from the lid edge
     to (y = −1, ghost z) lies beyond −y *and* +z, where the lid (declared last) wins, as in one
@@ -239,7 +274,6 @@ def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers
     """CudaLbm.step_distributed with the kernel launches recorded (no GPU): per step the
     exchange precedes the boundary layers on the halo stream, the layers launched cover
     1..L-2 exactly once, only the last step stores ρ and u, and the parity flips per step."""
-    from types import SimpleNamespace
 
     from thelma_py.modules.compute.lbm.cuda import CudaLbm
 
@@ -328,14 +362,12 @@ class _DeviceLike(np.ndarray):
 
     @property
     def data(self):
-        from types import SimpleNamespace
 
         return SimpleNamespace(ptr=self.__array_interface__["data"][0])
 
 
 def _nccl_operations(plan, f) -> list:
     """NcclHaloExchange's messages for ``f`` under ``plan``, without NCCL or CuPy."""
-    from types import SimpleNamespace
 
     from thelma_py.parallel import NcclHaloExchange
 
@@ -415,9 +447,11 @@ def test_lwacm_engines_exchange_what_their_rule_reads(fused):
     grown = tuple(reversed(box.grown_shape))
     gpu.nz, gpu.ny = grown[0], grown[1]
     gpu.buffers = [np.zeros((*grown, 4) if fused else (lattice.q, *grown)) for _ in range(2)]
+    gpu.config = SimpleNamespace(thread_rows=4)  # rows a thread: grouped across a y cut only
     (held,) = gpu.halo_arrays()
     assert held.shape == ((1, *grown, 4) if fused else (lattice.q, *grown))
     assert np.shares_memory(held, gpu.buffers[1]) and not np.shares_memory(held, gpu.buffers[0])
     gpu.distribute(box)  # a z cut: accepted
+    assert getattr(gpu, "_group", 1) == 1
     with pytest.raises(ValueError, match="GPU ranks cut exactly one axis, z or y"):
         gpu.distribute(box_of((16, 8, 12), (2, 1, 1), 0, periodic=True))

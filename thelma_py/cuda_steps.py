@@ -64,15 +64,35 @@ class OverlappedSteps:
     update of the interior. The engine plans its layers in ``distribute`` (:meth:`_plan_layers`)
     and offers ``halo_arrays()``, whose first array is what a step reads across the cut."""
 
-    def _plan_layers(self, box) -> None:
+    def _plan_layers(self, box, row_group: int = 1) -> None:
         """The cut axis ('planes': z, 'rows': y) and the layers along it, for
-        :meth:`step_distributed`."""
+        :meth:`step_distributed`; ``row_group``: rows a kernel updates together (the single
+        step's ``thread_rows``), grouped from the first row of each launch: across a y cut the
+        launches then start where one GPU's groups start (:meth:`_launches`)."""
         self._cut = check_gpu_box(box, self.lattice)
         self._layers = self.nz if self._cut == "planes" else self.ny
         if self._layers < 3:
             raise ValueError(f"a rank needs at least one owned layer along the cut, got "
                              f"{self._layers - 2}")
+        self._group = row_group if self._cut == "rows" else 1
+        self._group_origin = box.lower[1] % self._group  # global row of layer 1, modulo
         self._halo_stream = None
+
+    def _launches(self) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
+        """(boundary launches, interior launch or None) of the overlapped schedule as (first,
+        count) of local layers. The owned layers are [1, L − 1); the boundary launches hold
+        layers 1 and L − 2 (they read the ghost layers the exchange writes), each with the
+        rest of its group of :attr:`_group` layers on the global grid; the interior launch the
+        layers between. With groups of 1: (1, 1), (L − 2, 1) and (2, L − 4)."""
+        last = self._layers - 1
+        group, origin = getattr(self, "_group", 1), getattr(self, "_group_origin", 0)
+        first_end = min(last, 1 + group - origin)  # past the group of layer 1
+        last_start = max(1, last - 1 - (last - 2 + origin) % group)  # the group of L − 2
+        if last_start < first_end:  # one group holds both
+            return [(1, last - 1)], None
+        boundary = [(1, first_end - 1), (last_start, last - last_start)]
+        interior = (first_end, last_start - first_end)
+        return boundary, interior if interior[1] > 0 else None
 
     def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
         """``n`` steps of a distributed run; ``exchange.exchange(f, stream)`` refreshes the
@@ -96,13 +116,14 @@ class OverlappedSteps:
                 continue
             halo = self._get_halo_stream()
             ready, done = self._events
+            boundary, interior = self._launches()
             halo.wait_event(main.record(ready))  # the previous step wrote src
             with halo:  # enqueued first: the exchange starts before the interior fills the GPU
                 exchange.exchange(src, halo)
-                for layer in sorted({1, last - 1}):
-                    self._launch(store, advance=False, **{self._cut: (layer, 1)})
-            if last - 3 > 0:
-                self._launch(store, advance=False, **{self._cut: (2, last - 3)})
+                for layers in boundary:
+                    self._launch(store, advance=False, **{self._cut: layers})
+            if interior is not None:
+                self._launch(store, advance=False, **{self._cut: interior})
             main.wait_event(halo.record(done))
             self.current = 1 - self.current
 

@@ -33,17 +33,25 @@ def build(case: str, precision: str, scheme: str = "lbm", **kwargs) -> tp.Solver
     elif case == "zperiodic":
         geo = Geometry((37, 14, 24), periodic=(True, False, True))
         geo.edge("+y", velocity=(0.04, 0.0, 0.01))
+    elif case == "rows32":  # 32 rows: a y cut of 2 ranks keeps groups of 4 rows whole
+        geo = Geometry((37, 32, 12), periodic=(True, False, False))
+        geo.edge("+z", velocity=(0.05, 0.01, 0.0))
     else:
-        raise ValueError(f"unknown case {case!r}: lid or zperiodic")
-    geo.wall(Sphere((12.3, 6.7, 11.6), 3.1), velocity=(0.0, 0.02, -0.01))
+        raise ValueError(f"unknown case {case!r}: lid, zperiodic or rows32")
+    geo.wall(Sphere((12.3, 6.7, 11.6) if case != "rows32" else (12.3, 18.7, 5.6), 3.1),
+             velocity=(0.0, 0.02, -0.01))
 
     def u(x, y, z):
         zero = 0 * x + 0 * y + 0 * z
         return (0.02 * np.sin(x / 3.0) + zero, 0.01 * np.cos(z / 2.0) + zero,
                 0.01 * np.sin(y / 2.5) + zero)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=u)
-    compute = (tp.plugin("compute", "lbm", nu=0.03, collision="trt") if scheme == "lbm"
-               else tp.plugin("compute", scheme, nu=0.03))
+    if scheme == "lbm":
+        compute = tp.plugin("compute", "lbm", nu=0.03, collision="trt")
+    elif scheme.endswith("-fp16s"):  # 16-bit records or populations
+        compute = tp.plugin("compute", scheme.removesuffix("-fp16s"), nu=0.03, store="fp16s")
+    else:
+        compute = tp.plugin("compute", scheme, nu=0.03)
     return tp.compose("D3Q19", geo, compute, init=init, device="cuda", precision=precision,
                       **kwargs)
 

@@ -460,7 +460,7 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         """Run on the grown box of ``box``; :meth:`step_distributed` then updates the owned
         layers only, the interior overlapped with the exchange of the records."""
         super().distribute(box)
-        self._plan_layers(box)
+        self._plan_layers(box, row_group=self.config.thread_rows)
         lower = (*box.grown_lower, 0, 0)[:3]
         self.ox, self.oy, self.oz = (np.int32(v) for v in lower)
 

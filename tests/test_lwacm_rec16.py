@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import LATTICES, walled_geometry
-from tests.test_lwacm_store16 import assert_records_equal_numpy, random_fields
+from tests.test_lwacm_store16 import assert_records_equal_numpy, random_fields, stepped_records
 from thelma_py.backend import select_backend
 from thelma_py.modules.compute.lwacm import LwacmFused
 from thelma_py.modules.compute.lwacm.kernels import LwacmKernelConfig, generate
@@ -35,13 +35,7 @@ def staged_codes(backend, lattice_name: str, store: str, rounding: str, les,
                             rounding=rounding, les=les, staging=staging)
         engine = params.create(lattice, tags, backend, np.dtype(np.float32))
         engine.retune(chunk=8)
-        engine.load_state({"rho": rho, "u": u})
-        engine.poison()
-        codes = []
-        for steps in batches:
-            engine.step(steps)
-            codes.append(np.array(backend.to_host(engine.buffers[engine.current])))
-        out[staging] = codes
+        out[staging] = stepped_records(engine, backend, rho, u, batches)
     return out
 
 

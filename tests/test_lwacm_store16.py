@@ -32,6 +32,18 @@ def random_fields(lattice, shape, seed=3):
     return rho, u
 
 
+def stepped_records(engine, backend, rho, u, batches) -> list[np.ndarray]:
+    """The raw records (codes or values) of ``engine`` after each batch of steps from ρ, u
+    (its other buffer poisoned first, so a record the kernel fails to write shows)."""
+    engine.load_state({"rho": rho, "u": u})
+    engine.poison()
+    out = []
+    for steps in batches:
+        engine.step(steps)
+        out.append(np.array(backend.to_host(engine.buffers[engine.current])))
+    return out
+
+
 def format_step(store: str, values: np.ndarray) -> float:
     """One step of the format at the largest |value| (its spacing there)."""
     return float(np.abs(values).max()) * 2.0 ** -FORMATS[store].man_bits

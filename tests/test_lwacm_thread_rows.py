@@ -17,7 +17,11 @@ import numpy as np
 import pytest
 
 from tests.lbm_setups import LATTICES
-from tests.test_lwacm_store16 import assert_records_equal_numpy, random_fields
+from tests.test_lwacm_store16 import (
+    assert_records_equal_numpy,
+    random_fields,
+    stepped_records,
+)
 from thelma_py.backend import select_backend
 from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lwacm import LwacmFused, rule
@@ -101,13 +105,7 @@ def records_after(backend, store: str, rows: int, cubic: bool = False, steps=(3,
     threads = 4 if store == "fp32" and rows == 4 else 8  # fp32 ring within 48 KB
     engine.retune(chunk=4, thread_rows=rows, rows=threads)
     assert engine.config.thread_rows == rows and engine.tile_rows == threads * rows
-    engine.load_state({"rho": rho, "u": u})
-    engine.poison()
-    out = []
-    for n in steps:
-        engine.step(n)
-        out.append(np.array(backend.to_host(engine.buffers[engine.current])))
-    return out
+    return stepped_records(engine, backend, rho, u, steps)
 
 
 @needs_gxx

@@ -364,19 +364,14 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     j = [0.0] * lattice.d
     for i in link_order(lattice):
         got = (rho0, u0) if i == 0 else upstream(i)
-        lin = None
-        if any(lattice.c[i]):
-            w = float(lattice.w[i])
-            if w not in linear:
-                linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
-            lin = linear[w]
-            if link_shift is not None:  # each link its own κ_i = κ + c_i·(3 C_s² ∇|S|)
-                c = tuple(int(v) for v in lattice.c[i])
-                sign = 1.0 if next(v for v in c if v) > 0 else -1.0
-                key = tuple(int(sign) * v for v in c)
-                if key not in shifts:
-                    shifts[key] = let(dot(key, link_shift), f"dk{i}")
-                lin = lin - (3.0 * w * sign) * shifts[key]
+        lin = linear_part(lattice, i, kappa, linear, let)
+        if lin is not None and link_shift is not None:  # its own κ_i = κ + c_i·(3 C_s² ∇|S|)
+            c = tuple(int(v) for v in lattice.c[i])
+            sign = 1.0 if next(v for v in c if v) > 0 else -1.0
+            key = tuple(int(sign) * v for v in c)
+            if key not in shifts:
+                shifts[key] = let(dot(key, link_shift), f"dk{i}")
+            lin = lin - (3.0 * float(lattice.w[i]) * sign) * shifts[key]
         s = link_sum(lattice, i, got, lin, let, shifted, cubic)
         rho, j = add_link(lattice, i, s, rho, j, let)
         if i == 0:
@@ -420,12 +415,7 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
     for offset in sorted(users, key=lambda o: tuple(reversed(o))):  # as link_order
         got = load(offset)
         for k, i in users[offset]:
-            lin = None
-            if any(lattice.c[i]):
-                w = float(lattice.w[i])
-                if w not in linear:
-                    linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
-                lin = linear[w]
+            lin = linear_part(lattice, i, kappa, linear, let)
             s = link_sum(lattice, i, got, lin, let, shifted, cubic, f"_{k}")
             sums[k] = list(add_link(lattice, i, s, *sums[k], let, f"_{k}"))
             if i == 0:
@@ -437,6 +427,17 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
         u = [let(ja * inverse, f"u{'xyz'[a]}_{k}") for a, ja in enumerate(j)]
         out.append((rho, add_force(u, lambda v, name, k=k: let(v, f"{name}_{k}"), force)))
     return out
+
+
+def linear_part(lattice: Lattice, i: int, kappa, linear: dict, let: Callable):
+    """3 w_i (1 − κ) of link i (None for the rest direction), named once per weight in
+    ``linear`` (weight -> value) as ``lin{n}``."""
+    if not any(lattice.c[i]):
+        return None
+    w = float(lattice.w[i])
+    if w not in linear:
+        linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
+    return linear[w]
 
 
 def add_own(rho0, u0: Sequence, kappa, j: list, let: Callable, shifted: bool = False,

@@ -229,3 +229,21 @@ def test_gpu_cubic_matches_numpy(lattice_name, scheme, dtype):
     for engine in (cpu, gpu):
         engine.initialize(rho, list(0.5 * u))
     assert_steps_alike(cpu, gpu, tags.fluid, dtype)
+
+
+def test_bench_sweeps_the_equilibrium_order(host_gpu):
+    """`thelma bench --equilibrium-order 2,3`: the LW-ACM plug-ins get the third-order part,
+    whose engine compiles the cubic kernel (host stand-in, a 16³ periodic box); other
+    plug-ins and the channel cases are left out (open faces refuse it)."""
+    from thelma_py.tools.bench import BenchConfig, _wanted, build_engine, compute_params
+
+    for compute in ("lwacm", "lwacm-fused"):
+        cubic = BenchConfig(compute=compute, equilibrium_order=3, size=16)
+        assert compute_params(cubic).cubic and cubic.label.endswith(" cubic")
+        assert _wanted(cubic, 0.3)
+        engine, nodes = build_engine(cubic, host_gpu)
+        assert engine.config.cubic and engine.config.name.endswith("_cubic") and nodes == 16**3
+    assert not compute_params(BenchConfig(compute="lwacm-fused")).cubic
+    assert not _wanted(BenchConfig(compute="lbm", equilibrium_order=3), 0.3)
+    assert not _wanted(BenchConfig(compute="lwacm-fused", equilibrium_order=3,
+                                   case="obstacles"), 0.3)

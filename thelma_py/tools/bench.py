@@ -68,6 +68,9 @@ class BenchConfig:
     default (32-bit where they fit)."""
     thread_rows: int | None = None
     """lwacm-fused, 3D: nodes per thread along y (None: the engine's choice)."""
+    equilibrium_order: int = 2
+    """LW-ACM (both schemes): 3 adds the third-order part of f^(e)
+    (:attr:`.LwacmParameters.equilibrium_order`)."""
 
     @property
     def label(self) -> str:
@@ -84,7 +87,8 @@ class BenchConfig:
             f" {self.staging}" if self.staging else "") + (
             f" {self.wall_reads}" if self.wall_reads else "") + (
             {None: "", True: " narrow", False: " wide"}[self.narrow]) + (
-            f" r{self.thread_rows}" if self.thread_rows else "")
+            f" r{self.thread_rows}" if self.thread_rows else "") + (
+            " cubic" if self.equilibrium_order == 3 else "")
         scheme = (f"{self.collision} {self.streaming}" if self.compute == "lbm"
                   else self.compute)
         return (f"{self.lattice} {scheme} {self.precision} "
@@ -142,6 +146,8 @@ def compute_params(cfg: BenchConfig):
             del extra["staging"]
     if cfg.les != "none":
         extra["les"] = cfg.les
+    if cfg.equilibrium_order != 2:
+        extra["equilibrium_order"] = cfg.equilibrium_order
     return registry.create("compute", cfg.compute, nu=0.02, **extra)
 
 
@@ -300,6 +306,8 @@ def _tuning(record: dict) -> str:
         parts.append(str(record["propagation"]))
     if (record.get("thread_rows") or 1) > 1:
         parts.append(f"{record['thread_rows']} nodes a thread")
+    if record.get("equilibrium_order", 2) == 3:
+        parts.append("cubic f^(e)")
     return "".join(f" {p}" for p in parts)
 
 
@@ -358,6 +366,9 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
         return False  # staging of 16-bit single-step LW-ACM records (async: fp16s only)
     if cfg.thread_rows and (cfg.compute != "lwacm-fused" or cfg.lattice == "D2Q9"):
         return False  # nodes per thread: the 3D single step only
+    if cfg.equilibrium_order != 2 and (cfg.compute not in ("lwacm", "lwacm-fused")
+                                       or cfg.case not in ("periodic", "cavity")):
+        return False  # the third-order part: LW-ACM, without open faces or bodies
     return cfg.storage == "dense" or (cfg.compute == "lbm" and cfg.streaming != "push")
 
 
@@ -417,6 +428,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thread-rows", type=_ints, default=None,
                         help="lwacm-fused, 3D: 1,2,4 to sweep the nodes a thread updates along y "
                              "(default: the engine's choice)")
+    parser.add_argument("--equilibrium-order", type=_ints, default=[2],
+                        help="lwacm, lwacm-fused: 2,3 to sweep the equilibrium's order (3: its "
+                             "third-order part; periodic and cavity cases)")
     parser.add_argument("--largest", action="store_true",
                         help="also run the largest cube that fits (D3Q19 float32, in-place; "
                              "LBM and lwacm-fused once per --store)")
@@ -473,7 +487,7 @@ def run(args: argparse.Namespace) -> int:
         args.store, args.rounding, args.staging,
         [None] if args.wall_reads is None else args.wall_reads,
         [None] if args.narrow is None else [bool(v) for v in args.narrow],
-        [None] if args.thread_rows is None else args.thread_rows))
+        [None] if args.thread_rows is None else args.thread_rows, args.equilibrium_order))
         if _wanted(cfg, args.fluid_fraction[0])]
     records = []
     header = (f"{'configuration':<60} {'MLUPS':>9} {'spread':>13} {'B/node':>7} "

@@ -302,3 +302,24 @@ def test_narrow_indices_where_every_population_index_fits_32_bits():
     assert "f_n[((tag >> 12) & 1) ? 1 * N32 : 2 * N32 + dxm]" in narrow
     assert "f[((tag >> 12) & 1) ? 1 * N + n : 2 * N + (xm + nx * (y + ny * z))]" in wide
     assert "N32" not in wide and "(xm + nx *" not in narrow.split("lbm_step_odd(")[1]
+
+
+def test_thelma_kernels_prints_what_a_domain_of_its_size_runs(tmp_path):
+    """AA at 256³ runs 32-bit population indices (Q·N < 2^31), at 1400³ it cannot; the
+    engine's own choice (`Lbm.narrow`) decides both."""
+    import subprocess
+    import sys
+
+    def source(size: int) -> str:
+        out = tmp_path / f"k{size}.cu"
+        subprocess.run([sys.executable, "-m", "thelma_py", "kernels", "lbm", "--set",
+                        "streaming='aa'", "--size", str(size), "--out", str(out)], check=True,
+                       capture_output=True, text=True)
+        return out.read_text()
+
+    lattice = LATTICES["D3Q19"]
+    small, large = source(256), source(1400)
+    assert small == Lbm(nu=0.1, streaming="aa").kernel_source(lattice, "float32", nodes=256**3)
+    assert large == Lbm(nu=0.1, streaming="aa").kernel_source(lattice, "float32",
+                                                               nodes=1400**3)
+    assert small != large and "N32" in small and "N32" not in large

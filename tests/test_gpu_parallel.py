@@ -274,7 +274,6 @@ def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers
     """CudaLbm.step_distributed with the kernel launches recorded (no GPU): per step the
     exchange precedes the boundary layers on the halo stream, the layers launched cover
     1..L-2 exactly once, only the last step stores ρ and u, and the parity flips per step."""
-
     from thelma_py.modules.compute.lbm.cuda import CudaLbm
 
     log = _FakeCuda.log

@@ -312,10 +312,11 @@ def les_kappa(model, kappa0, strain):
 
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
                 force: Sequence[float] | None = None, les=None, shifted: bool = False,
-                cubic: bool = False, reciprocal: Callable = None):
+                cubic: bool = False, reciprocal: Callable | None = None):
     """One single-step update of a node. ``upstream(i)`` gives (ρ, u) of the upstream node
-    x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in order,
-    each just before its direction is used (so generated code loads one neighbour at a time).
+    x − c_i, wall ghosts applied; it is called for i = 0 (the node itself) first, then in
+    :func:`link_order`, each just before its direction is used (so generated code loads one
+    neighbour at a time).
     It may give (ρ, u, o) instead: o replaces c_i·u in the odd part, the rest of f*_i comes
     from (ρ, u) (moving walls, :func:`moving_wall_ghost`; curved links, :func:`curved_fstar_i`).
     Returns (ρ, u).
@@ -378,14 +379,17 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
             own, j = add_own(rho0, u0, kappa, j, let, shifted)
     if link_shift is not None:  # Σ_i κ_i f^(e,o)_i(x) = 3 C_s² ρ u·∇|S| (its Σ c_i part: κ ρ u)
         rho = let(rho + own * dot_list(u0, link_shift), "m_les")
-    inverse = let((reciprocal or _reciprocal)(rho + 1.0 if shifted else rho), "inv_rho")
-    u = [let(ja * inverse, f"u{'xyz'[a]}") for a, ja in enumerate(j)]
-    return rho, add_force(u, let, force)
+    return rho, velocity(rho, j, let, force, shifted, reciprocal)
 
 
-def _reciprocal(value):
-    """1 / ``value``, correctly rounded (the default of :func:`single_step`)."""
-    return 1.0 / value
+def velocity(rho, j: Sequence, let: Callable, force: Sequence[float] | None = None,
+             shifted: bool = False, reciprocal: Callable | None = None, tag: str = "") -> list:
+    """u' = j' / ρ' (+ g) of the sums of :func:`single_step` (ρ' less 1 with ``shifted``
+    records), 1/ρ' by ``reciprocal`` (default: correctly rounded); names end in ``tag``."""
+    mass = rho + 1.0 if shifted else rho
+    inverse = let(reciprocal(mass) if reciprocal else 1.0 / mass, f"inv_rho{tag}")
+    u = [let(ja * inverse, f"u{'xyz'[a]}{tag}") for a, ja in enumerate(j)]
+    return add_force(u, lambda v, name: let(v, f"{name}{tag}"), force)
 
 
 def link_order(lattice: Lattice) -> list[int]:
@@ -397,7 +401,7 @@ def link_order(lattice: Lattice) -> list[int]:
 
 def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Callable,
                      force: Sequence[float] | None = None, shifted: bool = False,
-                     cubic: bool = False, reciprocal: Callable = None) -> list[tuple]:
+                     cubic: bool = False, reciprocal: Callable | None = None) -> list[tuple]:
     """:func:`single_step` of ``rows`` nodes in a column along y (x + k e_y, k < rows) that read
     each upstream record once: ``load(offset)`` gives (ρ, u) of the record at x + offset,
     called once per offset in the order of :func:`link_order`, and every link that needs it
@@ -420,13 +424,8 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
             sums[k] = list(add_link(lattice, i, s, *sums[k], let, f"_{k}"))
             if i == 0:
                 sums[k][1] = add_own(*got, kappa, sums[k][1], let, shifted, f"_{k}")[1]
-    out = []
-    for k, (rho, j) in enumerate(sums):
-        inverse = let((reciprocal or _reciprocal)(rho + 1.0 if shifted else rho),
-                      f"inv_rho_{k}")
-        u = [let(ja * inverse, f"u{'xyz'[a]}_{k}") for a, ja in enumerate(j)]
-        out.append((rho, add_force(u, lambda v, name, k=k: let(v, f"{name}_{k}"), force)))
-    return out
+    return [(rho, velocity(rho, j, let, force, shifted, reciprocal, f"_{k}"))
+            for k, (rho, j) in enumerate(sums)]
 
 
 def linear_part(lattice: Lattice, i: int, kappa, linear: dict, let: Callable):

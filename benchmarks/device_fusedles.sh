@@ -2,14 +2,15 @@
 # Single-step LW-ACM with Smagorinsky LES, speed (issue #17: LES within 10 % of the MLUPS
 # without) on one H100; expected 5-7 minutes (NVRTC compilation of the LES kernels included):
 #   bash benchmarks/device_fusedles.sh                 # all parts
-#   bash benchmarks/device_fusedles.sh bench speed     # or any of: tests bench speed
-# 1. tests: GPU ≡ NumPy of the LES kernel (D2Q9, D3Q19, D3Q27; fp32, fp64; walls, moving walls)
-#    (the plain kernels are unchanged, their tests are not rerun).
+#   bash benchmarks/device_fusedles.sh bench speed     # or any of: tests bench speed tgv
+# 1. tests: GPU ≡ NumPy of the LES kernel (D2Q9, D3Q19, D3Q27; fp32, fp64; walls, moving walls),
+#    the LBM LES tests and several nodes a thread (with and without LES).
 # 2. bench: the lead's command, thelma bench --les none,smagorinsky, periodic and cavity.
 # 3. speed: benchmarks/lwacm_les_speed.py, D3Q19 fp32 256^3 periodic and cavity: plain, LES as
 #    shipped (64 registers), LES at 80 and 128 registers (3, 2 blocks per SM), LES in 32 x 4
 #    blocks (64, 72 registers); D3Q19 fp64 and D3Q27 fp32 periodic, plain against LES.
 #    Registers as the driver reports them.
+# 4. tgv: the Taylor-Green vortex at Re 1600, single step + LES, 64^3, 128^3, 256^3 to t* = 20.
 # Writes JSON and logs into $OUT (default ./out) and prints a short summary. Plot on the CPU
 # afterwards: python benchmarks/lwacm_les_speed_plot.py OUT/fusedles_speed.json lwacm_les_speed.png
 . "$(dirname "$0")/device_setup.sh"
@@ -18,7 +19,12 @@ for part in $parts; do
   echo "=== $part $(date +%T)"
   case $part in
     tests)
-      gpu_tests fusedles_gpu_tests 200 6 tests/test_lwacm_les.py;;
+      gpu_tests fusedles_gpu_tests 300 6 tests/test_lwacm_les.py tests/test_gpu_les.py \
+        tests/test_lwacm_thread_rows.py;;
+    tgv)
+      timeout 300 python3 -m thelma_py.tools.flows tgv --sizes 64,128,256 \
+        --schemes lwacm-fused-les --out "$out/fusedles_tgv.json" 2>&1 | tee "$out/fusedles_tgv.log" \
+        | grep -v '^ *t\*';;
     speed)
       timeout 300 python3 benchmarks/lwacm_les_speed.py --json "$out/fusedles_speed.json" \
         2>&1 | tee "$out/fusedles_speed.log";;
@@ -26,7 +32,7 @@ for part in $parts; do
       timeout 120 python3 -m thelma_py.tools.bench --compute lwacm-fused --precision float32 \
         --sizes 256 --cases periodic,cavity --les none,smagorinsky \
         --json "$out/fusedles_bench.json" | tee "$out/fusedles_bench.log" | tail -n 8;;
-    *) echo "unknown part $part (tests speed bench)";;
+    *) echo "unknown part $part (tests speed bench tgv)";;
   esac
 done
 echo "=== done $(date +%T)"

@@ -2,14 +2,13 @@
 
     python benchmarks/lwacm_les_speed.py [--json FILE] [--quick]
 
-D3Q19 fp32 256³, periodic and cavity: no LES (plain), LES as shipped (``__launch_bounds__`` with
-``LES_MIN_BLOCKS``: 4 blocks of 256 threads per SM, 64 registers), LES with 3 blocks per SM (80
-registers), with 2 (ptxas then takes 128 registers: the occupancy of the LES kernel before) and
-LES in 32 x 4 blocks (8 per SM, 64 registers; 7 per SM, 72 registers); then D3Q19 fp64 and
-D3Q27 fp32 periodic, plain against LES as shipped. Timing and records as ``thelma bench``
-(median of 7 batches of ~0.25 s, the same engine builder), plus ``num_regs`` and local memory
-per thread as the driver reports them. ``--quick``: the first two variants of the first
-configuration.
+D3Q19 fp32 256³, periodic and cavity: no LES (plain, one node a thread as the engine chooses,
+and 2 a thread), LES as shipped (``__launch_bounds__`` with ``LES_MIN_BLOCKS``), LES with 3
+blocks per SM; 2 nodes a thread (``thread_rows``) at the caps of 4, 3 and 2 blocks of 32 x 8 and
+6 of 32 x 4; 4 nodes a thread in 32 x 4 blocks, 3 and 4 per SM; then D3Q19 fp64 and D3Q27 fp32
+periodic, plain against LES as shipped. Timing and records as ``thelma bench`` (median of 7
+batches of ~0.25 s, the same engine builder), plus ``num_regs`` and local memory per thread as
+the driver reports them. ``--quick``: plain and LES as shipped, periodic.
 """
 
 from __future__ import annotations
@@ -26,11 +25,15 @@ from thelma_py.tools.bench_cases import environment
 
 VARIANTS = [  # (label, les, retune keywords)
     ("plain", "none", {}),
+    ("plain r2", "none", {"thread_rows": 2}),
     ("les", "smagorinsky", {}),
     ("les m3", "smagorinsky", {"min_blocks": 3}),
-    ("les m2", "smagorinsky", {"min_blocks": 2}),
-    ("les rows4", "smagorinsky", {"rows": 4}),
-    ("les rows4 m7", "smagorinsky", {"rows": 4, "min_blocks": 7}),
+    ("les r2", "smagorinsky", {"thread_rows": 2}),
+    ("les r2 m3", "smagorinsky", {"thread_rows": 2, "min_blocks": 3}),
+    ("les r2 m2", "smagorinsky", {"thread_rows": 2, "min_blocks": 2}),
+    ("les r2 rows4 m6", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 6}),
+    ("les r4 rows4 m3", "smagorinsky", {"thread_rows": 4, "rows": 4, "min_blocks": 3}),
+    ("les r4 rows4 m4", "smagorinsky", {"thread_rows": 4, "rows": 4, "min_blocks": 4}),
 ]
 CONFIGS = [  # (lattice, precision, case, variant labels)
     ("D3Q19", "float32", "periodic", [v[0] for v in VARIANTS]),
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     backend = select_backend("cuda")
     copy_bw = copy_bandwidth(cp)
     variants = {label: (les, tune) for label, les, tune in VARIANTS}
-    configs = [(*CONFIGS[0][:3], CONFIGS[0][3][:2])] if args.quick else CONFIGS
+    configs = [(*CONFIGS[0][:3], ["plain", "les"])] if args.quick else CONFIGS
     rows = []
     for lattice, precision, case, labels in configs:
         plain = None

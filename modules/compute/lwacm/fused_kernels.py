@@ -532,7 +532,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
     if sides:
         text = _side_ghosts(text, three, march)
     if thread_rows > 1:
-        text = _thread_rows(text, lattice, force, store, shifted, cubic, thread_rows)
+        text = _thread_rows(text, lattice, force, store, shifted, cubic, thread_rows, les)
     if store == "fp32":
         return text
     if staging == "async":
@@ -548,27 +548,32 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
 
 
 def _thread_rows(text: str, lattice, force, store: str, shifted: bool, cubic: bool,
-                 rows: int) -> str:
-    """The kernel text with ``rows`` nodes per thread along y (3D; no subgrid model, open,
-    curved or side-ghost links, nearest rounding): where all of a thread's rows are in clean
+                 rows: int, les=None) -> str:
+    """The kernel text with ``rows`` nodes per thread along y (3D; no open, curved or
+    side-ghost links, nearest rounding): where all of a thread's rows are in clean
     tiles (warp-uniform: a warp is one row of tiles) they are updated together by
     :func:`.rule.single_step_rows`, which reads each record of the ring once for all of them
     (28 records for 2 nodes, 46 for 4, against 19 a node); otherwise each row in turn takes
     the one-node paths. Fewer ring reads and 16-bit decodes per node, and staging and march
-    arithmetic shared by more nodes: the single step is issue-bound (NOTES run 43)."""
+    arithmetic shared by more nodes: the single step is issue-bound (NOTES run 43). With
+    ``les`` the records of the first pass are read again in the sums (``reload``), as in the
+    one-node kernel."""
     em = Emitter()
     planes = {-1: "lo", 0: "mid", 1: "hi"}
     count = [0]
+    seen = set()
 
     def load(offset):
         k = count[0]
         count[0] += 1
-        em.raw(f"const node_t b{k} = {planes[offset[2]]}[c_col + ({offset[0]} + SX * "
-               f"({offset[1]}))];")
+        record = f"{planes[offset[2]]}[c_col + ({offset[0]} + SX * ({offset[1]}))]"
+        em.raw(f"const node_t b{k} = " + (f"reload(&{record});" if offset in seen else
+                                          f"{record};"))
+        seen.add(offset)
         return Expr(f"b{k}.rho", atom=True), [Expr(f"b{k}.u{ax}", atom=True) for ax in AXES]
 
     nodes = rule.single_step_rows(lattice, rows, load, Expr("kappa", atom=True), em.let,
-                                  force, shifted, cubic, reciprocal(store))
+                                  force, shifted, cubic, reciprocal(store), les)
     for k, (rho, u) in enumerate(nodes):
         em.raw(f"const node_t out{k} = {{{rho}, {', '.join(str(v) for v in u)}}};")
         em.raw(f"dst[n_col + {k} * (size_t)nx] = "

@@ -100,8 +100,7 @@ class LwacmKernelConfig(cuda.KernelConfig):
     (:mod:`.side_ghosts`), in place of per-link :attr:`boundaries`."""
     thread_rows: int = attrs.field(default=1, validator=attrs.validators.in_((1, 2, 4)))
     """Single step, 3D: nodes each thread updates along y (:func:`.fused_kernels._thread_rows`);
-    1 on 2D lattices and with a subgrid model, open, curved or side-ghost links, or stochastic
-    rounding."""
+    1 on 2D lattices and with open, curved or side-ghost links, or stochastic rounding."""
 
     @thread_rows.validator
     def _check_thread_rows(self, _, value):
@@ -110,7 +109,7 @@ class LwacmKernelConfig(cuda.KernelConfig):
         if self.scheme != "fused" or self.lattice.d != 3:
             raise ValueError(f"thread_rows={value} is for the 3D single step; give 1")
         lacking = [what for what, present in (
-            ("a subgrid model", self.les is not None), ("open boundaries", self.boundaries),
+            ("open boundaries", self.boundaries),
             ("curved walls", self.interpolated), ("side ghosts", self.side_ghosts),
             ("stochastic rounding", self.rounding != "nearest")) if present]
         if lacking:

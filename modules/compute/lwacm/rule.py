@@ -221,87 +221,112 @@ def pulled_stress(lattice: Lattice, f_in: Sequence, j0: Sequence, rho, let: Call
 
 
 def _velocity_at(lattice: Lattice, fetch: Callable) -> Callable:
-    """u at x + e for a lattice vector e of the stencil (or 0): ``fetch(i)`` gives x − c_i.
-    Each node is fetched once, at its first use (the generated code loads it there)."""
+    """u at x + e for a lattice vector e of the stencil (or 0): ``fetch(i)`` gives x − c_i."""
     index = {tuple(int(v) for v in lattice.c[i]): i for i in range(lattice.q)}
-    seen = {}
-
-    def at(e):
-        i = index[tuple(-v for v in e)]
-        if i not in seen:
-            seen[i] = fetch(i)[1]
-        return seen[i]
-
-    return at
+    return lambda e: fetch(index[tuple(-v for v in e)])[1]
 
 
-def strain_and_gradient(lattice: Lattice, fetch: Callable, let: Callable, scale: float = 1.0):
-    """|S| = √(2 S:S) at a node and ``scale`` ∇|S|, by central differences of the upstream
-    velocities (``fetch(i)`` = (ρ, u) of x − c_i, wall ghosts applied, so a wall enters as its
-    Dirichlet value at the link midpoint): ∂_b u_a ≈ (u_a(x + e_b) − u_a(x − e_b)) / 2, second
-    derivatives from the axis and face-diagonal neighbours (D2Q9, D3Q19 and D3Q27 hold them all);
-    ∂_c|S| = 2 S:∂_c S / |S| = (2 / |S|) Σ_ab S_ab ∂_b∂_c u_a (S symmetric; 0 where |S| = 0).
+def face_plane(lattice: Lattice, i: int) -> tuple[int, int, float] | None:
+    """(b, c, e_b e_c) of a face-diagonal link i (exactly two non-zero components b < c of
+    c_i; its upstream node x − c_i = x + e), None for the others (axis, rest, D3Q27 corners)."""
+    axes = [a for a in range(lattice.d) if lattice.c[i][a]]
+    if len(axes) != 2:
+        return None
+    b, c = axes
+    return b, c, float(lattice.c[i][b] * lattice.c[i][c])
 
-    Neighbours are fetched in the order the sums use them, so generated code holds a few
-    accumulators instead of every neighbour's record: the axis pairs (∂_b u_a and ∂_b² u_a, which
-    start the sums once S is known), then the four face diagonals of each plane (b, c), whose
-    mixed derivative ∂_b∂_c u_a goes into the sums of ∂_c|S| and ∂_b|S| at once. D3Q27's
-    corners are not needed. The differences are kept unscaled (T = 4 S, X_abc = 4 ∂_b∂_c u_a)
-    and one 1/√ gives both |S| and the 1/|S| of the gradient: no division, no square root."""
-    d = lattice.d
-    at = _velocity_at(lattice, fetch)
-    unit = [tuple(1 if k == b else 0 for k in range(d)) for b in range(d)]
 
-    def shifted(*vectors):
-        return tuple(sum(v[k] for v in vectors) for k in range(d))
+class StrainRate:
+    """The strain rate of a node from its neighbours' velocities, for the Smagorinsky model
+    of the single step, in two parts so that generated code reads each record of the ring at
+    most twice and holds few values.
 
-    def neg(e):
-        return tuple(-v for v in e)
+    On construction (``fetch(i)`` = (ρ, u) of x − c_i, wall ghosts applied, so a wall enters
+    as its Dirichlet value at the link midpoint): the axis neighbours give ∂_b u_a ≈
+    (u_a(x + e_b) − u_a(x − e_b)) / 2 and ∂_b² u_a, hence S and |S| = √(2 S:S) (:attr:`norm`),
+    which sets the node's τ. Then :meth:`add` takes the velocity of every face-diagonal
+    neighbour as the link sums read it, and :meth:`gradient` gives ∇|S| from the mixed
+    derivatives, ∂_c|S| = (2/|S|) Σ_ab S_ab ∂_b∂_c u_a (0 where |S| = 0). D2Q9, D3Q19 and D3Q27
+    hold every neighbour this needs (D3Q27's corners are not used).
 
-    u0 = at((0,) * d)
-    diff = [[None] * d for _ in range(d)]  # diff[a][b] = 2 ∂_b u_a
-    curve = [[None] * d for _ in range(d)]  # curve[a][b] = ∂_b² u_a
-    for b in range(d):
-        up, down = at(unit[b]), at(neg(unit[b]))
+    Differences are kept unscaled (T = 4 S, X_abc = 4 ∂_b∂_c u_a); one 1/√ gives both |S|
+    and the 1/|S| of the gradient: no division, no square root. ``tag`` ends every name."""
+
+    def __init__(self, lattice: Lattice, fetch: Callable, let: Callable, tag: str = ""):
+        d = lattice.d
+        self.lattice, self.let, self.tag = lattice, let, tag
+        at = _velocity_at(lattice, fetch)
+        unit = [tuple(1 if k == b else 0 for k in range(d)) for b in range(d)]
+        u0 = at((0,) * d)
+        diff = [[None] * d for _ in range(d)]  # diff[a][b] = 2 ∂_b u_a
+        curve = [[None] * d for _ in range(d)]  # curve[a][b] = ∂_b² u_a
+        for b in range(d):
+            up, down = at(unit[b]), at(tuple(-v for v in unit[b]))
+            for a in range(d):
+                diff[a][b] = let(up[a] - down[a], f"du{a}{b}{tag}")
+                curve[a][b] = let(up[a] + down[a] - 2.0 * u0[a], f"dd{a}{b}{b}{tag}")
+        self.four = {}  # four[(a, b)] = T_ab = 4 S_ab, a ≤ b
         for a in range(d):
-            diff[a][b] = let(up[a] - down[a], f"du{a}{b}")
-            curve[a][b] = let(up[a] + down[a] - 2.0 * u0[a], f"dd{a}{b}{b}")
+            for b in range(a, d):
+                self.four[(a, b)] = let(2.0 * diff[a][a] if a == b else
+                                        diff[a][b] + diff[b][a], f"S{a}{b}{tag}")
+        # 16 · 2 S:S / 2 = Σ_ab T_ab² (off-diagonal pairs twice); |S| = √(P / 8), 1/|S| = √8 / √P
+        square = let(sum(t * t * (1.0 if p[0] == p[1] else 2.0) for p, t in self.four.items()),
+                     f"strain_sq{tag}")
+        self.root = let(rsqrt(square + 1e-30), f"strain_rsqrt{tag}")
+        self.norm = let(square * self.root * (1.0 / root_of(8.0)), f"strain{tag}")
+        # sums[c] = 16 Σ_ab S_ab ∂_b∂_c u_a: the axis terms (b = c) now, the mixed ones later
+        self.sums = [let(dot_list([self.t(a, c) for a in range(d)],
+                                  [curve[a][c] for a in range(d)]) * 4.0, f"sS{c}{tag}")
+                     for c in range(d)]
+        self.mixed: dict[tuple[int, int], list] = {}  # (b, c) -> X_abc by a, being summed
 
-    four = {}  # four[(a, b)] = 4 S_ab, a ≤ b
-    for a in range(d):
-        for b in range(a, d):
-            four[(a, b)] = let(2.0 * diff[a][a] if a == b else diff[a][b] + diff[b][a],
-                               f"S{a}{b}")
+    def t(self, a: int, b: int):
+        """T_ab = 4 S_ab."""
+        return self.four[(min(a, b), max(a, b))]
 
-    def t(a, b):
-        return four[(min(a, b), max(a, b))]
+    def add(self, i: int, u: Sequence) -> None:
+        """Take the velocity ``u`` of x − c_i into the mixed derivatives if i is a face
+        diagonal: X_abc = Σ over the plane's four diagonals e of e_b e_c u_a(x + e)."""
+        plane = face_plane(self.lattice, i)
+        if plane is None:
+            return
+        b, c, sign = plane
+        name = f"dd{{}}{b}{c}_{i}{self.tag}"
+        old = self.mixed.get((b, c))
+        self.mixed[(b, c)] = [
+            (ua if sign > 0 else -ua) if old is None else
+            self.let(old[a] + ua if sign > 0 else old[a] - ua, name.format(a))
+            for a, ua in enumerate(u)]
 
-    # 16 · 2 S:S / 2 = Σ_ab T_ab² (off-diagonal pairs twice); |S| = √(P / 8), 1/|S| = √8 / √P
-    square = let(sum(four[p] * four[p] * (1.0 if p[0] == p[1] else 2.0) for p in four),
-                 "strain_sq")
-    root = let(rsqrt(square + 1e-30), "strain_rsqrt")
-    norm = let(square * root * (1.0 / root_of(8.0)), "strain")
+    def gradient(self, scale: float = 1.0) -> list:
+        """``scale`` ∇|S|, once :meth:`add` has seen every face diagonal."""
+        d, let, tag = self.lattice.d, self.let, self.tag
+        sums = list(self.sums)
+        for (b, c), x in sorted(self.mixed.items()):  # plane (b, c) adds to ∂_c|S| and ∂_b|S|
+            sums[c] = let(accumulate(sums[c], [self.t(a, b) for a in range(d)], x),
+                          f"sS{c}_{b}{tag}")
+            sums[b] = let(accumulate(sums[b], [self.t(a, c) for a in range(d)], x),
+                          f"sS{b}_{c}{tag}")
+        # ∂_c|S| = (2 / |S|) sums[c] / 16 = sums[c] / (√8 √P)
+        factor = let(self.root * (scale / root_of(8.0)), f"dS_scale{tag}")
+        return [let(factor * sums[c], f"dS{c}{tag}") for c in range(d)]
 
-    # sums[c] = 16 Σ_ab S_ab ∂_b∂_c u_a: the axis terms (b = c) first, then plane by plane
-    sums = [let(dot_list([t(a, c) for a in range(d)], [curve[a][c] for a in range(d)]) * 4.0,
-                f"sS{c}") for c in range(d)]
-    for b in range(d):
-        for c in range(b + 1, d):
-            eb, ec = unit[b], unit[c]
-            pp, pm = at(shifted(eb, ec)), at(shifted(eb, neg(ec)))
-            mp, mm = at(shifted(neg(eb), ec)), at(shifted(neg(eb), neg(ec)))
-            mixed = [let(pp[a] - pm[a] - mp[a] + mm[a], f"dd{a}{b}{c}") for a in range(d)]
-            sums[c] = let(accumulate(sums[c], [t(a, b) for a in range(d)], mixed), f"sS{c}_{b}")
-            sums[b] = let(accumulate(sums[b], [t(a, c) for a in range(d)], mixed), f"sS{b}_{c}")
-    # ∂_c|S| = (2 / |S|) sums[c] / 16 = sums[c] / (√8 √P)
-    factor = let(root * (scale / root_of(8.0)), "dS_scale")
-    gradient = [let(factor * sums[c], f"dS{c}") for c in range(d)]
-    return norm, gradient
+    def eddy_momentum(self, rho, c_s: float) -> list:
+        """The momentum a step adds by the gradient of the eddy viscosity ν_t = C_s² |S|,
+        ρ (∇ν_t · (∇u + ∇uᵀ) + ∇ν_t ∇·u): with the node's ν_t on every link the single step
+        gives ν_t (∇²u + ∇∇·u), and this completes it to the divergence form
+        ∇·(ν_t (∇u + ∇uᵀ + I ∇·u)) (:func:`single_step`)."""
+        d, let, tag = self.lattice.d, self.let, self.tag
+        slope = self.gradient(c_s * c_s / 2.0)  # ∇ν_t / 2, for T = 4 S = 2 (∇u + ∇uᵀ)
+        trace = let(sum(self.four[(a, a)] for a in range(d)) * 0.5, f"div_u{tag}")
+        return [let(rho * (dot_list([self.t(a, b) for b in range(d)], slope)
+                           + slope[a] * trace), f"jt{a}{tag}") for a in range(d)]
 
-
-def strain_norm(lattice: Lattice, fetch: Callable, let: Callable):
-    """|S| = √(2 S:S) at a node (:func:`strain_and_gradient`)."""
-    return strain_and_gradient(lattice, fetch, let)[0]
+    def add_eddy_momentum(self, j: Sequence, rho, c_s: float) -> list:
+        """The momentum sums j of the node with :meth:`eddy_momentum` added."""
+        return [self.let(ja + extra, f"j{'xyz'[a]}_les{self.tag}") for a, (ja, extra) in
+                enumerate(zip(j, self.eddy_momentum(rho, c_s), strict=True))]
 
 
 def les_kappa(model, kappa0, strain):
@@ -330,14 +355,15 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     with f*_i = ρ (w_i − 3/2 w_i |u|² + (c_i·u)(3 w_i (1 − κ) + 9/2 w_i c_i·u)) of the upstream
     node: the same rule as eq. (11), in about half the operations of one equilibrium per link.
 
-    ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): a first pass over the upstream values
-    takes |S| and ∇|S| from their differences (:func:`strain_and_gradient`, which calls
-    ``upstream`` once more per neighbour it needs, before the pass above: generated code reads
-    shared memory twice instead of holding every record), they raise the node's τ, and
-    each link takes κ at its midpoint, κ_i = κ(x) − ½ c_i·∇κ, in eq. (11):
-    f_i(x, t+1) = f^(e)_i(x − c_i) + κ_i (f^(e,o)_i(x) − f^(e,o)_i(x − c_i)). A Taylor
-    expansion gives the viscous term in divergence form, ∇·(ν(x)(∇u + ∇uᵀ + I ∇·u)); with κ(x)
-    for every link it would be ν(x)∇²u (not dissipative), with κ of the upstream node ∇²(ν u).
+    ``les`` (a :class:`thelma_py.subgrid.Smagorinsky`): a first pass over the axis neighbours
+    gives |S| (:class:`StrainRate`, which calls ``upstream`` once more for each of them: generated
+    code reads those records twice instead of holding them), which raises the node's τ, so
+    every link of the node takes κ_t = 2 (1 − τ₀ − 3 C_s² |S|). That alone gives the eddy
+    viscosity as ν_t (∇²u + ∇∇·u); the face diagonals, as the sums read them, complete ∇|S|, and
+    the momentum gains ρ (∇ν_t · (∇u + ∇uᵀ) + ∇ν_t ∇·u) (:meth:`StrainRate.eddy_momentum`), so
+    the viscous term is ∇·(ν_t (∇u + ∇uᵀ + I ∇·u)), in divergence form, and mass is conserved.
+    (The same term, to leading order, as κ at each link's midpoint, κ_i = κ_t − ½ c_i·∇κ_t, in
+    eq. (11), which needs each link's own κ_i in the sums and changes mass by O(Δx³).)
 
     ``shifted``: the records hold δρ = ρ − 1 instead of ρ (``upstream`` gives δρ, the result
     is δρ'), and the sums run over the small parts of each f*_i, t_i = e_i + δρ_i (w_i + e_i)
@@ -352,33 +378,25 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     of its explicit time step for the components the lattice holds
     (docs/validation/lwacm_energy.md, section 8).
     """
-    link_shift = None
+    strain = None
     if les is not None:
-        strain, slope = strain_and_gradient(lattice, upstream, let, 3.0 * les.c_s * les.c_s)
-        kappa = let(les_kappa(les, kappa, strain), "kappa_t")
-        # κ at the link midpoint x − c_i/2: κ(x) − ½ c_i·∇κ, ∇κ = −6 C_s² ∇|S|
-        link_shift = slope
+        strain = StrainRate(lattice, upstream, let)
+        kappa = let(les_kappa(les, kappa, strain.norm), "kappa_t")
     rho0, u0 = upstream(0)
     linear = {}  # w 3(1 − κ), one per weight
-    shifts = {}  # c_i·(3 C_s² ∇|S|), once per pair of opposite links
     rho = None
     j = [0.0] * lattice.d
     for i in link_order(lattice):
         got = (rho0, u0) if i == 0 else upstream(i)
+        if strain is not None:
+            strain.add(i, got[1])
         lin = linear_part(lattice, i, kappa, linear, let)
-        if lin is not None and link_shift is not None:  # its own κ_i = κ + c_i·(3 C_s² ∇|S|)
-            c = tuple(int(v) for v in lattice.c[i])
-            sign = 1.0 if next(v for v in c if v) > 0 else -1.0
-            key = tuple(int(sign) * v for v in c)
-            if key not in shifts:
-                shifts[key] = let(dot(key, link_shift), f"dk{i}")
-            lin = lin - (3.0 * float(lattice.w[i]) * sign) * shifts[key]
         s = link_sum(lattice, i, got, lin, let, shifted, cubic)
         rho, j = add_link(lattice, i, s, rho, j, let)
         if i == 0:
             own, j = add_own(rho0, u0, kappa, j, let, shifted)
-    if link_shift is not None:  # Σ_i κ_i f^(e,o)_i(x) = 3 C_s² ρ u·∇|S| (its Σ c_i part: κ ρ u)
-        rho = let(rho + own * dot_list(u0, link_shift), "m_les")
+    if strain is not None:
+        j = strain.add_eddy_momentum(j, own, les.c_s)
     return rho, velocity(rho, j, let, force, shifted, reciprocal)
 
 
@@ -401,41 +419,68 @@ def link_order(lattice: Lattice) -> list[int]:
 
 def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Callable,
                      force: Sequence[float] | None = None, shifted: bool = False,
-                     cubic: bool = False, reciprocal: Callable | None = None) -> list[tuple]:
+                     cubic: bool = False, reciprocal: Callable | None = None,
+                     les=None) -> list[tuple]:
     """:func:`single_step` of ``rows`` nodes in a column along y (x + k e_y, k < rows) that read
     each upstream record once: ``load(offset)`` gives (ρ, u) of the record at x + offset,
     called once per offset in the order of :func:`link_order`, and every link that needs it
     is added to its node's sums there. Returns [(ρ, u)] by node: each node's sums are those of
     :func:`single_step`, in the same order, so they round alike (bit for bit). No walls (a
-    bulk tile) and no subgrid model."""
+    bulk tile). With ``les`` a first pass loads the records each node's :class:`StrainRate`
+    needs (its own and its axis neighbours, once each), and they are loaded again in the sums."""
     y = 1
+
+    def offset(k: int, i: int) -> tuple:
+        return tuple((k if a == y else 0) - int(c) for a, c in enumerate(lattice.c[i]))
+
     users: dict[tuple, list] = {}  # offset -> (node, direction) of every link reading it
     for k in range(rows):
         for i in range(lattice.q):
-            offset = tuple((k if a == y else 0) - int(c) for a, c in enumerate(lattice.c[i]))
-            users.setdefault(offset, []).append((k, i))
-    linear = {}  # 3 w (1 − κ), one per weight
+            users.setdefault(offset(k, i), []).append((k, i))
+    kappas, strains = [kappa] * rows, [None] * rows
+    if les is not None:
+        first: dict[tuple, tuple] = {}
+
+        def fetch_of(k: int) -> Callable:
+            def fetch(i: int):
+                at = offset(k, i)
+                if at not in first:
+                    first[at] = load(at)
+                return first[at]
+            return fetch
+
+        strains = [StrainRate(lattice, fetch_of(k), let, f"_{k}") for k in range(rows)]
+        kappas = [let(les_kappa(les, kappa, s.norm), f"kappa_t_{k}") for k, s in
+                  enumerate(strains)]
+    linear = [{} for _ in range(rows)] if les is not None else [{}] * rows  # 3 w (1 − κ)
     sums = [[None, [0.0] * lattice.d] for _ in range(rows)]
-    for offset in sorted(users, key=lambda o: tuple(reversed(o))):  # as link_order
-        got = load(offset)
-        for k, i in users[offset]:
-            lin = linear_part(lattice, i, kappa, linear, let)
+    owns = [None] * rows
+    for at in sorted(users, key=lambda o: tuple(reversed(o))):  # as link_order
+        got = load(at)
+        for k, i in users[at]:
+            if strains[k] is not None:
+                strains[k].add(i, got[1])
+            lin = linear_part(lattice, i, kappas[k], linear[k], let,
+                              f"_{k}" if les is not None else "")
             s = link_sum(lattice, i, got, lin, let, shifted, cubic, f"_{k}")
             sums[k] = list(add_link(lattice, i, s, *sums[k], let, f"_{k}"))
             if i == 0:
-                sums[k][1] = add_own(*got, kappa, sums[k][1], let, shifted, f"_{k}")[1]
+                owns[k], sums[k][1] = add_own(*got, kappas[k], sums[k][1], let, shifted, f"_{k}")
+    if les is not None:
+        for k in range(rows):
+            sums[k][1] = strains[k].add_eddy_momentum(sums[k][1], owns[k], les.c_s)
     return [(rho, velocity(rho, j, let, force, shifted, reciprocal, f"_{k}"))
             for k, (rho, j) in enumerate(sums)]
 
 
-def linear_part(lattice: Lattice, i: int, kappa, linear: dict, let: Callable):
+def linear_part(lattice: Lattice, i: int, kappa, linear: dict, let: Callable, tag: str = ""):
     """3 w_i (1 − κ) of link i (None for the rest direction), named once per weight in
-    ``linear`` (weight -> value) as ``lin{n}``."""
+    ``linear`` (weight -> value) as ``lin{n}`` (and ``tag``)."""
     if not any(lattice.c[i]):
         return None
     w = float(lattice.w[i])
     if w not in linear:
-        linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}")
+        linear[w] = let((3.0 * w) * (1.0 - kappa), f"lin{len(linear)}{tag}")
     return linear[w]
 
 

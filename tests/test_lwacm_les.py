@@ -179,19 +179,21 @@ def test_les_kernel_text_bakes_the_constant_and_leaves_the_plain_kernel(lat):
     assert "reload(" not in generate(plain) and "LES_MIN_BLOCKS" not in generate(plain)
 
 
-def les_config(lat, real, shifted=False):
+def les_config(lat, real, shifted=False, rows=1):
     return LwacmKernelConfig(LATTICES[lat], real, "fused", moving_walls=True,
-                             les=tp.subgrid.Smagorinsky(), shifted=shifted)
+                             les=tp.subgrid.Smagorinsky(), shifted=shifted, thread_rows=rows)
 
 
-@pytest.mark.nvcc(sources=lambda lat, real, shifted: generate(les_config(lat, real, shifted)))
-@pytest.mark.parametrize(("lat", "real", "shifted"), [("D3Q19", "float", False),
-                                                      ("D2Q9", "double", False),
-                                                      ("D3Q19", "float", True)])
-def test_les_kernel_compiles_with_nvcc(tmp_path, lat, real, shifted):
+@pytest.mark.nvcc(sources=lambda lat, real, shifted, rows: generate(les_config(lat, real, shifted,
+                                                                               rows)))
+@pytest.mark.parametrize(("lat", "real", "shifted", "rows"), [("D3Q19", "float", False, 1),
+                                                              ("D2Q9", "double", False, 1),
+                                                              ("D3Q19", "float", True, 1),
+                                                              ("D3Q19", "float", True, 2)])
+def test_les_kernel_compiles_with_nvcc(tmp_path, lat, real, shifted, rows):
     from tests.nvcc import assert_compiles
 
-    cfg = les_config(lat, real, shifted)
+    cfg = les_config(lat, real, shifted, rows)
     assert_compiles(generate(cfg), tmp_path, cfg.name)
 
 

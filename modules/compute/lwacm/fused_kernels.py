@@ -204,7 +204,10 @@ __device__ __forceinline__ void copies_landed_but_newest()
 LES_HELPERS = """
 // LES kernels keep the plain kernel's occupancy (4 blocks of 32 x 8 per SM in fp32, 6 of
 // 32 x 4 in fp64): register caps that ptxas meets with a few spills outside the node update.
-#if RECORD_PARTS == 1
+// Several nodes a thread (TR) take 80 registers in fp32 (6 blocks of 32 x 4).
+#if RECORD_PARTS == 1 && defined(TR)
+#define LES_REGISTERS 80
+#elif RECORD_PARTS == 1
 #define LES_REGISTERS 64
 #else
 #define LES_REGISTERS 80

@@ -131,8 +131,14 @@ class LwacmKernelConfig(cuda.KernelConfig):
 
     @property
     def plane_rows(self) -> int:
-        """The single-step block's rows: :attr:`rows`, or the default for the precision."""
-        return self.rows or fused_rows(4 if self.real == "float" else 8)
+        """The single-step block's rows: :attr:`rows`, or the default for the precision (and 4
+        for LES with several nodes a thread: 6 blocks of 32 x 4 at 80 registers measured 2 %
+        faster periodic, and 2 % in the cavity, than 3 of 32 x 8, NOTES run 51)."""
+        if self.rows:
+            return self.rows
+        if self.les is not None and self.thread_rows > 1:
+            return 4
+        return fused_rows(4 if self.real == "float" else 8)
 
     @property
     def name(self) -> str:
@@ -149,11 +155,19 @@ class LwacmKernelConfig(cuda.KernelConfig):
 def thread_rows(cfg: LwacmKernelConfig) -> int:
     """Nodes per thread along y the single step runs with (:attr:`~LwacmKernelConfig.
     thread_rows`): 4 for 16-bit fp16s records staged by cp.async, where the decode at each
-    ring read made the kernel issue-bound (NOTES run 47), else 1; and 1 wherever the option
-    does not apply (its validator)."""
-    if cfg.store == "fp16s" and cfg.staging == "async":
+    ring read made the kernel issue-bound (NOTES run 47); 2 with Smagorinsky LES on D3Q19 fp32
+    records (in 32 x 4 blocks, :attr:`~LwacmKernelConfig.plane_rows`: 79 % of the plain rate
+    against 73 % with 1, NOTES run 51); else 1, and 1 wherever the option does not apply (its
+    validator). Other LES configurations were not measured with several rows and keep 1."""
+    want = 1
+    if cfg.les is not None:
+        if cfg.store == "fp32" and cfg.real == "float" and cfg.lattice.name == "D3Q19":
+            want = 2
+    elif cfg.store == "fp16s" and cfg.staging == "async":
+        want = 4
+    if want > 1:
         try:
-            return attrs.evolve(cfg, thread_rows=4).thread_rows
+            return attrs.evolve(cfg, thread_rows=want).thread_rows
         except ValueError:
             pass
     return 1

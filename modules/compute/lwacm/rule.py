@@ -243,10 +243,14 @@ class StrainRate:
 
     On construction (``fetch(i)`` = (ρ, u) of x − c_i, wall ghosts applied, so a wall enters
     as its Dirichlet value at the link midpoint): the axis neighbours give ∂_b u_a ≈
-    (u_a(x + e_b) − u_a(x − e_b)) / 2 and ∂_b² u_a, hence S and |S| = √(2 S:S) (:attr:`norm`),
-    which sets the node's τ. Then :meth:`add` takes the velocity of every face-diagonal
-    neighbour as the link sums read it, and :meth:`gradient` gives ∇|S| from the mixed
-    derivatives, ∂_c|S| = (2/|S|) Σ_ab S_ab ∂_b∂_c u_a (0 where |S| = 0). D2Q9, D3Q19 and D3Q27
+    (u_a(x + e_b) − u_a(x − e_b)) / 2 and ∂_b² u_a, hence S. The norm |S| = √(2 S:S)
+    (:attr:`norm`), which sets the node's τ, takes 2 S:S as the mean of its values from the
+    forward and from the backward differences: second order like the central one, but it sees
+    grid-scale (2Δx) modes, for which central differences vanish (without it the Re 1600 vortex
+    piles energy up at the grid scale, unseen by the model, and diverges at 32³ and 64³).
+    Then :meth:`add` takes the velocity of every face-diagonal neighbour as the link sums read
+    it, and :meth:`gradient` gives ∇|S| from the mixed derivatives, ∂_c|S| = (2/|S|) Σ_ab S_ab
+    ∂_b∂_c u_a with the central S (0 where |S| = 0). D2Q9, D3Q19 and D3Q27
     hold every neighbour this needs (D3Q27's corners are not used).
 
     Differences are kept unscaled (T = 4 S, X_abc = 4 ∂_b∂_c u_a); one 1/√ gives both |S|
@@ -270,9 +274,14 @@ class StrainRate:
             for b in range(a, d):
                 self.four[(a, b)] = let(2.0 * diff[a][a] if a == b else
                                         diff[a][b] + diff[b][a], f"S{a}{b}{tag}")
-        # 16 · 2 S:S / 2 = Σ_ab T_ab² (off-diagonal pairs twice); |S| = √(P / 8), 1/|S| = √8 / √P
-        square = let(sum(t * t * (1.0 if p[0] == p[1] else 2.0) for p, t in self.four.items()),
-                     f"strain_sq{tag}")
+        # |S|² as the mean of the squares of the forward and the backward differences' S:
+        # with C_ab = ∂_b² u_a + ∂_a² u_b (second differences), T ± C are those S (times 4),
+        # and ½ (|T + C|² + |T − C|²) = |T|² + |C|², so P = Σ_ab (T_ab² + C_ab²)
+        # (off-diagonal pairs twice), |S| = √(P / 8), 1/|S| = √8 / √P
+        bend = {(a, b): let(2.0 * curve[a][a] if a == b else curve[a][b] + curve[b][a],
+                            f"C{a}{b}{tag}") for a, b in self.four}
+        square = let(sum((t * t + bend[p] * bend[p]) * (1.0 if p[0] == p[1] else 2.0)
+                         for p, t in self.four.items()), f"strain_sq{tag}")
         self.root = let(rsqrt(square + 1e-30), f"strain_rsqrt{tag}")
         self.norm = let(square * self.root * (1.0 / root_of(8.0)), f"strain{tag}")
         # sums[c] = 16 Σ_ab S_ab ∂_b∂_c u_a: the axis terms (b = c) now, the mixed ones later

@@ -124,8 +124,8 @@ def test_strain_rate_and_its_gradient_converge_at_second_order(lat):
 def test_strain_rate_sees_the_grid_scale(lat):
     """A checkerboard u_x = ε (−1)^(x+y(+z)) has no central difference, but its forward and
     backward differences are ∓2 u_x along every axis: 2 S:S = (4 + 4d) ε² from either
-    (S_xx = ∓2u, S_xb = ∓u), so |S| = √(4 + 4d) ε at every node. Planted and seen failing: the squared second
-    differences left out of :attr:`.rule.StrainRate.norm` (|S| = 0)."""
+    (S_xx = ∓2u, S_xb = ∓u), so |S| = √(4 + 4d) ε at every node. Planted and seen failing:
+    the squared second differences left out of :attr:`.rule.StrainRate.norm` (|S| = 0)."""
     lattice = LATTICES[lat]
     d, n, eps = lattice.d, 6, 1e-3
     parity = np.indices((n,) * d).sum(axis=0) % 2

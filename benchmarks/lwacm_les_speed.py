@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"local {row['local_size_bytes']} B  {share}", flush=True)
     if args.json:
         args.json.write_text(json.dumps({**environment(cp), "copy_bandwidth_GBs": copy_bw / 1e9,
-                                         "results": rows}, indent=1))
+                                         "variants": rows}, indent=1))
     return 0
 
 

@@ -17,7 +17,7 @@ def main(source: str, target: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = json.loads(Path(source).read_text())["results"]
+    rows = json.loads(Path(source).read_text())["variants"]
     groups: dict[str, list[dict]] = {}
     for row in rows:
         groups.setdefault(f"{row['lattice']} {row['precision']} {row['case']}", []).append(row)

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-import thelma_py as tp
 from thelma_py.tools.bench_cases import environment
-from thelma_py.tools.flows import TGV_SCHEMES, tgv_velocity
+from thelma_py.tools.flows import tgv_solver
 
 
 def spectra(xp, rho, u, n: int) -> dict:
@@ -70,16 +69,8 @@ def spectra(xp, rho, u, n: int) -> dict:
 
 
 def run(scheme: str, n: int, times: list[float], xp) -> dict:
-    lattice, name, params = TGV_SCHEMES[scheme]
-    u0 = tgv_velocity(name, n)
+    solver, u0, nu, _ = tgv_solver(scheme, n, device="cpu" if xp is np else "cuda")
     length = n / (2 * math.pi)
-    nu = u0 * length / 1600.0
-    size = (n, n, n)
-    solver = tp.compose(lattice, tp.geometry.periodic_box(size),
-                        tp.plugin("compute", name, nu=nu, **params),
-                        init=tp.plugin("init", "taylor-green", u0=u0, size=size),
-                        device="cpu" if xp is np else "cuda", precision="float32",
-                        check_every=0)
     out = {"scheme": scheme, "n": n, "u0": u0, "nu": nu, "samples": []}
     start = time.perf_counter()
     for t in times:

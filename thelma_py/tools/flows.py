@@ -133,6 +133,26 @@ def tgv_velocity(compute: str, n: int, reynolds: float = 1600.0,
     return min(TGV_U0, 2.0 * speed_ratio**2 * length / reynolds)
 
 
+def tgv_solver(scheme: str, n: int, *, u0: float | None = None, precision: str = "float32",
+               device: str = "auto", speed_ratio: float = LWACM_SPEED_RATIO,
+               c_s: float | None = None) -> tuple[tp.Solver, float, float, dict]:
+    """(solver, u0, ν, the compute plug-in's parameters) of the Re = 1600 vortex on n³ nodes
+    with ``scheme`` (:data:`TGV_SCHEMES`; L = n / 2π, V0 = u0, by default
+    :func:`tgv_velocity`), at its start. ``c_s`` replaces the Smagorinsky constant of a scheme
+    with LES."""
+    lattice, name, params = TGV_SCHEMES[scheme]
+    if c_s is not None and "les" in params:
+        params = {**params, "les": {**params["les"], "c_s": c_s}}
+    u0 = tgv_velocity(name, n, speed_ratio=speed_ratio) if u0 is None else u0
+    nu = u0 * n / (2 * math.pi) / 1600.0
+    size = (n, n, n)
+    solver = tp.compose(lattice, tp.geometry.periodic_box(size),
+                        tp.plugin("compute", name, nu=nu, **params),
+                        init=tp.plugin("init", "taylor-green", u0=u0, size=size),
+                        device=device, precision=precision, check_every=0)
+    return solver, u0, nu, params
+
+
 def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0,
             samples: int = 200, precision: str = "float32", device: str = "auto",
             speed_ratio: float = LWACM_SPEED_RATIO, c_s: float | None = None) -> dict:
@@ -142,17 +162,10 @@ def tgv_run(scheme: str, n: int, *, u0: float | None = None, t_end: float = 20.0
     error against the spectral DNS and the t* where the run diverged (E_k not finite or
     above twice its start), or None. ``c_s`` replaces the Smagorinsky constant of a scheme
     with LES."""
-    lattice, name, params = TGV_SCHEMES[scheme]
-    if c_s is not None and "les" in params:
-        params = {**params, "les": {**params["les"], "c_s": c_s}}
-    u0 = tgv_velocity(name, n, speed_ratio=speed_ratio) if u0 is None else u0
+    solver, u0, nu, params = tgv_solver(scheme, n, u0=u0, precision=precision, device=device,
+                                        speed_ratio=speed_ratio, c_s=c_s)
+    lattice, name = TGV_SCHEMES[scheme][:2]
     length = n / (2 * math.pi)
-    nu = u0 * length / 1600.0
-    size = (n, n, n)
-    solver = tp.compose(lattice, tp.geometry.periodic_box(size),
-                        tp.plugin("compute", name, nu=nu, **params),
-                        init=tp.plugin("init", "taylor-green", u0=u0, size=size),
-                        device=device, precision=precision, check_every=0)
     total = int(round(t_end * length / u0))
     stride = max(1, total // samples)
     series = {"t": [], "E_k": [], "enstrophy": [], "dilatation": [], "pressure_work": []}

@@ -8,7 +8,8 @@ blocks per SM; 2 nodes a thread (``thread_rows``) at the caps of 4, 3 and 2 bloc
 6 of 32 x 4; 4 nodes a thread in 32 x 4 blocks, 3 and 4 per SM; then D3Q19 fp64 and D3Q27 fp32
 periodic, plain against LES as shipped. Timing and records as ``thelma bench`` (median of 7
 batches of ~0.25 s, the same engine builder), plus ``num_regs`` and local memory per thread as
-the driver reports them. ``--quick``: plain and LES as shipped, periodic.
+the driver reports them. ``--quick``: plain and LES as shipped, periodic; ``--only``: one
+configuration with the variants named (also 2 a thread in 32 x 4 blocks, 7 and 8 per SM).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ VARIANTS = [  # (label, les, retune keywords)
     ("les r2 m3", "smagorinsky", {"thread_rows": 2, "min_blocks": 3}),
     ("les r2 m2", "smagorinsky", {"thread_rows": 2, "min_blocks": 2}),
     ("les r2 rows4 m6", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 6}),
+    ("les r2 rows4 m7", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 7}),
+    ("les r2 rows4 m8", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 8}),
     ("les r4 rows4 m3", "smagorinsky", {"thread_rows": 4, "rows": 4, "min_blocks": 3}),
     ("les r4 rows4 m4", "smagorinsky", {"thread_rows": 4, "rows": 4, "min_blocks": 4}),
 ]
@@ -60,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", help="lattice:precision:case:label,label,... (one configuration "
+                        "and its variants, e.g. D3Q27:float32:periodic:plain,les)")
     args = parser.parse_args(argv)
     import cupy as cp
 
@@ -67,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     copy_bw = copy_bandwidth(cp)
     variants = {label: (les, tune) for label, les, tune in VARIANTS}
     configs = [(*CONFIGS[0][:3], ["plain", "les"])] if args.quick else CONFIGS
+    if args.only:
+        lattice, precision, case, labels = args.only.split(":")
+        configs = [(lattice, precision, case, labels.split(","))]
     rows = []
     for lattice, precision, case, labels in configs:
         plain = None

@@ -170,7 +170,7 @@ def test_gpu_thread_rows_equal_numpy():
 
 def test_engine_choice_and_refusals():
     """4 a thread for fp16s records staged by cp.async in 3D, 2 (in 32 x 4 blocks) with LES on
-    D3Q19 fp32 records, else 1; a one-line error where the option does not apply."""
+    fp32 records in 3D, else 1; a one-line error where the option does not apply."""
     d3, d2 = LATTICES["D3Q19"], LATTICES["D2Q9"]
 
     def cfg(lattice=d3, **kw):
@@ -185,7 +185,7 @@ def test_engine_choice_and_refusals():
     assert thread_rows(cfg(les=Smagorinsky())) == 2
     assert cfg(les=Smagorinsky(), thread_rows=2).plane_rows == 4
     assert cfg(les=Smagorinsky()).plane_rows == 8
-    assert thread_rows(cfg(LATTICES["D3Q27"], les=Smagorinsky())) == 1
+    assert thread_rows(cfg(LATTICES["D3Q27"], les=Smagorinsky())) == 2
     assert thread_rows(LwacmKernelConfig(d3, "double", "fused", les=Smagorinsky())) == 1
     assert thread_rows(cfg(d2, les=Smagorinsky())) == 1
     with pytest.raises(ValueError, match="3D single step; give 1"):

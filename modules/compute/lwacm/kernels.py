@@ -155,13 +155,14 @@ class LwacmKernelConfig(cuda.KernelConfig):
 def thread_rows(cfg: LwacmKernelConfig) -> int:
     """Nodes per thread along y the single step runs with (:attr:`~LwacmKernelConfig.
     thread_rows`): 4 for 16-bit fp16s records staged by cp.async, where the decode at each
-    ring read made the kernel issue-bound (NOTES run 47); 2 with Smagorinsky LES on D3Q19 fp32
-    records (in 32 x 4 blocks, :attr:`~LwacmKernelConfig.plane_rows`: 79 % of the plain rate
-    against 73 % with 1, NOTES run 51); else 1, and 1 wherever the option does not apply (its
-    validator). Other LES configurations were not measured with several rows and keep 1."""
+    ring read made the kernel issue-bound (NOTES run 47); 2 with Smagorinsky LES on fp32
+    records in 3D (in 32 x 4 blocks, :attr:`~LwacmKernelConfig.plane_rows`: D3Q19 79 % of the
+    plain rate against 73 % with 1, D3Q27 87 % against 81 %, NOTES runs 51 and 53); else 1, and
+    1 wherever the option does not apply (its validator). fp64 LES was not measured with
+    several rows and keeps 1."""
     want = 1
     if cfg.les is not None:
-        if cfg.store == "fp32" and cfg.real == "float" and cfg.lattice.name == "D3Q19":
+        if cfg.store == "fp32" and cfg.real == "float":
             want = 2
     elif cfg.store == "fp16s" and cfg.staging == "async":
         want = 4

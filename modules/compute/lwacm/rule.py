@@ -250,7 +250,8 @@ class StrainRate:
     piles energy up at the grid scale, unseen by the model, and diverges at 32³ and 64³).
     Then :meth:`add` takes the velocity of every face-diagonal neighbour as the link sums read
     it, and :meth:`gradient` gives ∇|S| from the mixed derivatives, ∂_c|S| = (2/|S|) Σ_ab S_ab
-    ∂_b∂_c u_a with the central S (0 where |S| = 0). D2Q9, D3Q19 and D3Q27
+    ∂_b∂_c u_a, with the central S in the sum and the norm above in 1/|S| (the same to second
+    order where S is smooth, and finite where the central S vanishes). D2Q9, D3Q19 and D3Q27
     hold every neighbour this needs (D3Q27's corners are not used).
 
     Differences are kept unscaled (T = 4 S, X_abc = 4 ∂_b∂_c u_a); one 1/√ gives both |S|

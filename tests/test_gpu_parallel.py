@@ -199,11 +199,9 @@ def test_y_cut_of_16bit_single_step_records_equals_one_gpu_bit_for_bit():
 def test_overlapped_launches_keep_row_groups_whole(layers, group, origin, boundary, interior):
     """The boundary launches hold layers 1 and L − 2 with the rest of their groups (aligned
     to the global rows), the interior launch starts at a group: every owned layer once."""
-    from thelma_py.cuda_steps import OverlappedSteps
+    from thelma_py.cuda_steps import overlapped_launches
 
-    steps = OverlappedSteps()
-    steps._layers, steps._group, steps._group_origin = layers, group, origin
-    got_boundary, got_interior = steps._launches()
+    got_boundary, got_interior = overlapped_launches(layers, group, origin)
     assert (got_boundary, got_interior) == (boundary, interior)
     launches = got_boundary + ([got_interior] if got_interior else [])
     rows = sorted(r for first, count in launches for r in range(first, first + count))
@@ -274,6 +272,7 @@ def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers
     """CudaLbm.step_distributed with the kernel launches recorded (no GPU): per step the
     exchange precedes the boundary layers on the halo stream, the layers launched cover
     1..L-2 exactly once, only the last step stores ρ and u, and the parity flips per step."""
+    from thelma_py.cuda_steps import overlapped_launches
     from thelma_py.modules.compute.lbm.cuda import CudaLbm
 
     log = _FakeCuda.log
@@ -284,6 +283,7 @@ def test_distributed_step_updates_each_owned_layer_once_and_never_a_ghost(layers
     engine.buffers, engine.current, engine._halo_stream = ["A", "B"], 0, None
     engine.scheme = "pull"
     engine._cut, engine._layers, engine.split = "planes", layers, False
+    engine._schedule = overlapped_launches(layers)  # what _plan_layers would set
 
     def launch(store, advance=True, rows=None, planes=None):
         assert not advance and rows is None

@@ -58,6 +58,24 @@ class GraphSteps:
         self._launch(True)
 
 
+def overlapped_launches(layers: int, group: int = 1, origin: int = 0
+                        ) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
+    """(boundary launches, interior launch or None) of the overlapped schedule as (first,
+    count) of local layers, for ``layers`` local layers along the cut. The owned layers are
+    [1, L − 1); the boundary launches hold layers 1 and L − 2 (they read the ghost layers the
+    exchange writes), each with the rest of its group of ``group`` layers on the global grid
+    (``origin``: the global row of layer 1 modulo ``group``); the interior launch the layers
+    between. With groups of 1: (1, 1), (L − 2, 1) and (2, L − 4)."""
+    last = layers - 1
+    first_end = min(last, 1 + group - origin)  # past the group of layer 1
+    last_start = max(1, last - 1 - (last - 2 + origin) % group)  # the group of L − 2
+    if last_start < first_end:  # one group holds both
+        return [(1, last - 1)], None
+    boundary = [(1, first_end - 1), (last_start, last - last_start)]
+    interior = (first_end, last_start - first_end)
+    return boundary, interior if interior[1] > 0 else None
+
+
 class OverlappedSteps:
     """``step_distributed``: the steps of a rank whose grown box is cut along one axis
     (docs/DESIGN.md, "Several GPUs"), the exchange of the ghost layers hidden behind the
@@ -68,31 +86,17 @@ class OverlappedSteps:
         """The cut axis ('planes': z, 'rows': y) and the layers along it, for
         :meth:`step_distributed`; ``row_group``: rows a kernel updates together (the single
         step's ``thread_rows``), grouped from the first row of each launch: across a y cut the
-        launches then start where one GPU's groups start (:meth:`_launches`)."""
+        launches then start where one GPU's groups start (:func:`overlapped_launches`, planned
+        once here)."""
         self._cut = check_gpu_box(box, self.lattice)
         self._layers = self.nz if self._cut == "planes" else self.ny
         if self._layers < 3:
             raise ValueError(f"a rank needs at least one owned layer along the cut, got "
                              f"{self._layers - 2}")
         self._group = row_group if self._cut == "rows" else 1
-        self._group_origin = box.lower[1] % self._group  # global row of layer 1, modulo
+        origin = box.lower[1] % self._group  # global row of layer 1, modulo the group
+        self._schedule = overlapped_launches(self._layers, self._group, origin)
         self._halo_stream = None
-
-    def _launches(self) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
-        """(boundary launches, interior launch or None) of the overlapped schedule as (first,
-        count) of local layers. The owned layers are [1, L − 1); the boundary launches hold
-        layers 1 and L − 2 (they read the ghost layers the exchange writes), each with the
-        rest of its group of :attr:`_group` layers on the global grid; the interior launch the
-        layers between. With groups of 1: (1, 1), (L − 2, 1) and (2, L − 4)."""
-        last = self._layers - 1
-        group, origin = getattr(self, "_group", 1), getattr(self, "_group_origin", 0)
-        first_end = min(last, 1 + group - origin)  # past the group of layer 1
-        last_start = max(1, last - 1 - (last - 2 + origin) % group)  # the group of L − 2
-        if last_start < first_end:  # one group holds both
-            return [(1, last - 1)], None
-        boundary = [(1, first_end - 1), (last_start, last - last_start)]
-        interior = (first_end, last_start - first_end)
-        return boundary, interior if interior[1] > 0 else None
 
     def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
         """``n`` steps of a distributed run; ``exchange.exchange(f, stream)`` refreshes the
@@ -116,7 +120,7 @@ class OverlappedSteps:
                 continue
             halo = self._get_halo_stream()
             ready, done = self._events
-            boundary, interior = self._launches()
+            boundary, interior = self._schedule
             halo.wait_event(main.record(ready))  # the previous step wrote src
             with halo:  # enqueued first: the exchange starts before the interior fills the GPU
                 exchange.exchange(src, halo)

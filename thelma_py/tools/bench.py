@@ -159,10 +159,11 @@ def build_engine(cfg: BenchConfig, backend, uniform: bool = False):
     params = compute_params(cfg)
     dtype = np.dtype(cfg.precision)
     engine = params.create(lattice, tags, backend, dtype)
-    if cfg.min_blocks and hasattr(engine, "retune"):  # LW-ACM single step: its own bounds
-        engine.retune(min_blocks=cfg.min_blocks)
-    if cfg.thread_rows:
-        engine.retune(thread_rows=cfg.thread_rows)
+    # LW-ACM single step: its own bounds and nodes a thread, rebuilt once
+    tune = {k: v for k, v in (("min_blocks", cfg.min_blocks), ("thread_rows", cfg.thread_rows))
+            if v}
+    if tune and hasattr(engine, "retune"):
+        engine.retune(**tune)
     shape = tags.tags.shape
     if uniform:
         xp = backend.xp

@@ -462,7 +462,8 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
         strains = [StrainRate(lattice, fetch_of(k), let, f"_{k}") for k in range(rows)]
         kappas = [let(les_kappa(les, kappa, s.norm), f"kappa_t_{k}") for k, s in
                   enumerate(strains)]
-    linear = [{} for _ in range(rows)] if les is not None else [{}] * rows  # 3 w (1 − κ)
+    # 3 w (1 − κ) by weight: one table for the column, one a node with LES (each its κ_t)
+    linear = [{} for _ in range(rows)] if les is not None else [{}] * rows
     sums = [[None, [0.0] * lattice.d] for _ in range(rows)]
     owns = [None] * rows
     for at in sorted(users, key=lambda o: tuple(reversed(o))):  # as link_order

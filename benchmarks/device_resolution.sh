@@ -9,14 +9,19 @@
 #   gradient): re3700_d32_185_80_15,7,4_outflow.
 # A sixth field, L,W,U (box length, width, upstream in d), sizes the box, e.g.
 #   re3700_d32_190_80_20,7,4 (outlet 16 d behind the centre) and re3700_d32_270_80_15,10,4.
+# scheme=NAME (environment; default cumulant) runs another of flows.SPHERE_SCHEMES, e.g.
+#   scheme=mrt-les bash benchmarks/device_resolution.sh re3700_d40_260 (session 17); its name
+#   joins the file's tag.
 . "$(dirname "$0")/device_setup.sh"
 on="--device cuda --precision float32 --out $out"
+scheme=${scheme:-cumulant}
+named=$([ "$scheme" = cumulant ] || echo "_$scheme")
 for part in "$@"; do
   echo "=== $part $(date +%T)"
   IFS=_ read -r re d cap average box outlet <<< "$part"
   re=${re#re}; d=${d#d}; cap=${cap:-330}; average=${average:-100}; outlet=${outlet:-characteristic}
-  timeout $((cap + 60)) python3 -m thelma_py.tools.flows sphere$re --d "$d" --schemes cumulant \
+  timeout $((cap + 60)) python3 -m thelma_py.tools.flows sphere$re --d "$d" --schemes "$scheme" \
     --kick 0.2 --transient 10 --average "$average" --max-seconds "$cap" --inlet characteristic \
-    --outlet "$outlet" --tag "_char_d$d${box:+_box${box//,/x}}_$outlet" \
+    --outlet "$outlet" --tag "${named}_char_d$d${box:+_box${box//,/x}}_$outlet" \
     ${box:+--box "$box"} $on 2>&1 | grep -v Warning
 done

@@ -110,6 +110,14 @@ SPHERE_REFERENCE = {
 """Published mean drag and Strouhal numbers (see docs/validation/flows.md for how sure)."""
 
 
+def with_smagorinsky_constant(params: dict, c_s: float | None) -> dict:
+    """A scheme's compute parameters with ``c_s`` as its Smagorinsky constant (unchanged for
+    None or a scheme without LES)."""
+    if c_s is None or "les" not in params:
+        return params
+    return {**params, "les": {**params["les"], "c_s": c_s}}
+
+
 def _to_host(solver: tp.Solver, value) -> float:
     return float(solver.backend.to_host(value))
 
@@ -141,8 +149,7 @@ def tgv_solver(scheme: str, n: int, *, u0: float | None = None, precision: str =
     :func:`tgv_velocity`), at its start. ``c_s`` replaces the Smagorinsky constant of a scheme
     with LES."""
     lattice, name, params = TGV_SCHEMES[scheme]
-    if c_s is not None and "les" in params:
-        params = {**params, "les": {**params["les"], "c_s": c_s}}
+    params = with_smagorinsky_constant(params, c_s)
     u0 = tgv_velocity(name, n, speed_ratio=speed_ratio) if u0 is None else u0
     nu = u0 * n / (2 * math.pi) / 1600.0
     size = (n, n, n)
@@ -339,12 +346,15 @@ def channel_summary(runs: list[dict]) -> str:
 # -- sphere ------------------------------------------------------------------------------------
 def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: float = 0.05,
                transient: float = 25.0, average: float = 50.0, precision: str = "float32",
-               device: str = "auto", max_seconds: float | None = None, **build) -> dict:
+               device: str = "auto", max_seconds: float | None = None,
+               c_s: float | None = None, **build) -> dict:
     """The sphere of :mod:`thelma_py.cases.sphere_wake` at ``reynolds`` for ``transient`` +
     ``average`` convective times d / U; mean c_D and St over the last ``average`` (NaN, with
     ``diverged_at`` in d/U, if the run diverged). ``max_seconds`` ends the run early (at a
-    whole d/U), measuring over what came after ``transient`` (``stopped_at``, in d/U)."""
+    whole d/U), measuring over what came after ``transient`` (``stopped_at``, in d/U).
+    ``c_s`` replaces the Smagorinsky constant of a scheme with LES."""
     lattice, params = SPHERE_SCHEMES[scheme]
+    params = with_smagorinsky_constant(params, c_s)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # τ near ½: the subgrid model or cumulants handle it
         solver = sphere_wake.build(d=d, reynolds=reynolds, u=u, lattice=lattice, device=device,
@@ -406,7 +416,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--speed-ratio", type=float, default=LWACM_SPEED_RATIO,
                         help="tgv: LW-ACM's u0 / c_a (c_a = √(2ν), its sound speed)")
     parser.add_argument("--c-s", type=float, default=None,
-                        help="tgv: the Smagorinsky constant of the schemes with LES")
+                        help="tgv, sphere: the Smagorinsky constant of the schemes with LES")
     parser.add_argument("--h", type=int, default=32, help="channel: half-height in nodes")
     parser.add_argument("--u-tau", type=float, default=0.005,
                         help="channel: input friction velocity (lattice; u_c ~ 18.3 u_tau)")
@@ -474,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
     for scheme in (args.schemes or "cumulant").split(","):
         try:
             r = sphere_run(reynolds, scheme, d=args.d, u=args.u, kick=args.kick, **case,
-                           max_seconds=args.max_seconds, **times, **common)
+                           max_seconds=args.max_seconds, c_s=args.c_s, **times, **common)
         except Exception as error:  # noqa: BLE001
             r = {"scheme": scheme, "reynolds": reynolds,
                  "error": f"{type(error).__name__}: {error}"}
@@ -526,7 +536,9 @@ def _sphere_line(r: dict) -> str:
     if "error" in r:
         return f"sphere Re={r['reynolds']:g} {r['scheme']}: {r['error']}"
     ref = r["reference"] or {}
-    return (f"sphere Re={r['reynolds']:g} {r['scheme']} d={r['d']}: c_D = {r['c_D']:.3f} "
+    les = r["params"].get("les")
+    constant = f" C_s={les['c_s']:g}" if les else ""
+    return (f"sphere Re={r['reynolds']:g} {r['scheme']}{constant} d={r['d']}: c_D = {r['c_D']:.3f} "
             f"(ref {ref.get('c_D')}), St = {r['St']:.3f} ± {r['resolution'] / 2:.3f} (ref "
             f"{ref.get('St')}); {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s"
             + (f", stopped at {r['stopped_at']:.1f} d/U" if r.get("stopped_at") else "")

@@ -79,6 +79,9 @@ CHANNEL_SCHEMES = {
 }
 SPHERE_SCHEMES = {
     "cumulant": ("D3Q27", {"collision": "cumulant"}),
+    # the parametrized cumulant with its limiter, which Geier et al. (2017, part II) ran on the
+    # sphere at the drag crisis
+    "cumulant-k17": ("D3Q27", {"collision": K17}),
     "bgk-les": ("D3Q19", {"collision": "bgk", "les": SMAGORINSKY}),
     "trt": ("D3Q19", {"collision": "trt"}),
     "trt-staircase": ("D3Q19", {"collision": "trt", "interpolated": False}),

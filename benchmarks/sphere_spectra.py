@@ -1,13 +1,13 @@
 """Spectra of the sphere's wake rings (docs/validation/flows.md, section 3, session 13), on a
 CPU with matplotlib:
 
-    python benchmarks/sphere_spectra.py OUT.png RUN.json[:LABEL] ...
+    python benchmarks/sphere_spectra.py OUT.png RUN.json[:LABEL] ... [--transient T] [--title …]
 
-For each run (a flows sphere JSON with probe series), three panels' curves against St = f d / U:
-the rings' side-to-side motion (azimuthal mode 1, :func:`sphere_wake.ring_motion`) at 1 d and at
-3 d behind the centre, and the rings' mean streamwise velocity at 3 d (mode 0: the box's
+For each run (a flows sphere JSON with probe series), four panels' curves against St = f d / U:
+the rings' side-to-side motion (azimuthal mode 1, :func:`sphere_wake.ring_motion`) at 1 d, 3 d
+and 5 d behind the centre, and the rings' mean streamwise velocity at 3 d (mode 0: the box's
 standing sound waves show there as sharp lines at (2m + 1) c_s d / (4 L U)). Welch averages of
-25 d/U segments (half overlapping, Hann window) after the run's first 10 d/U.
+25 d/U segments (half overlapping, Hann window) after the run's first T d/U (default 10).
 """
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ def welch(times: np.ndarray, columns, d: float, u: float) -> tuple[np.ndarray, n
     return np.fft.rfftfreq(4 * size, dt) * d / u, power
 
 
-def panels(run: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The three spectra of one run, each scaled to its largest value above St = 0.1."""
+def panels(run: dict, transient: float = 10.0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The four spectra of one run after ``transient`` d/U, each scaled to its largest value
+    above St = 0.1."""
     d, u = run["d"], run["u"]
     centre = run["options"].get("upstream", 4.0) * d
     probes = {k: np.asarray(v) for k, v in run["probes"].items()}
-    late = probes["step"] >= 10 * d / u
+    late = probes["step"] >= transient * d / u
     times = probes["step"][late]
     columns = {k: v[late] for k, v in probes.items() if k != "step"}
     rings = sphere_wake.ring_motion(columns)
@@ -51,6 +52,7 @@ def panels(run: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
                           and sphere_wake._station(k) == at[3]], axis=0)
     out = {"side motion, 1 d": welch(times, rings[at[1]], d, u),
            "side motion, 3 d": welch(times, rings[at[3]], d, u),
+           "side motion, 5 d": welch(times, rings[at[5]], d, u),
            "mean u_x, 3 d": welch(times, [streamwise], d, u)}
     for key, (st, power) in out.items():
         out[key] = (st, power / power[st > 0.1].max())
@@ -61,17 +63,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("runs", nargs="+", help="JSON files, each optionally :label")
+    parser.add_argument("--transient", type=float, default=10.0,
+                        help="d/U left out at the start of each run")
+    parser.add_argument("--title", default="Sphere, Re 3700, d = 32, cumulant")
     args = parser.parse_args()
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.2), sharey=True)
     for item in args.runs:
         path, _, label = item.partition(":")
         run = json.loads(Path(path).read_text())["runs"][0]
-        for ax, (title, (st, power)) in zip(axes, panels(run).items(), strict=True):
+        for ax, (title, (st, power)) in zip(axes, panels(run, args.transient).items(), strict=True):
             ax.semilogy(st, power, lw=1, label=label or Path(path).stem)
             ax.set_title(title)
     for ax in axes:
@@ -81,7 +86,7 @@ def main() -> None:
         ax.set_xlabel("St = f d / U")
     axes[0].set_ylabel("power (largest above St 0.1 = 1)")
     axes[0].legend(fontsize=8)
-    fig.suptitle("Sphere, Re 3700, d = 32, cumulant: wake rings 0.6 d off the axis "
+    fig.suptitle(f"{args.title}: wake rings 0.6 d off the axis, after {args.transient:g} d/U "
                  "(dashed: DNS shedding St 0.215)")
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)

@@ -426,3 +426,20 @@ def test_tgv_run_takes_the_speed_ratio_and_the_smagorinsky_constant():
     assert flows.TGV_SCHEMES["lwacm-fused-les"][2]["les"]["c_s"] == 0.16  # table unchanged
     assert len(run["dilatation"]) == len(run["pressure_work"]) == len(run["t"]) > 1
     assert run["dilatation"][0] < 1e-10 < max(run["dilatation"])
+
+
+def test_sphere_run_takes_the_smagorinsky_constant_and_the_parametrized_cumulant():
+    """--c-s replaces the constant of a sphere scheme with LES (the table stays as it is) and
+    leaves a scheme without LES alone; the parametrized cumulant K17 is a sphere scheme."""
+    box = {"length": 6, "width": 4, "upstream": 2, "transient": 0.1, "average": 2,
+           "device": "cpu"}
+    les = flows.sphere_run(3700, "bgk-les", d=4, c_s=0.1, **box)
+    assert les["params"]["les"] == {"name": "smagorinsky", "c_s": 0.1}
+    assert flows.SPHERE_SCHEMES["bgk-les"][1]["les"]["c_s"] == 0.16
+    assert "C_s=0.1 " in flows._sphere_line(les)
+    k17 = flows.sphere_run(3700, "cumulant-k17", d=4, c_s=0.1, **box)
+    assert k17["params"] == {"collision": flows.K17}
+    assert k17["lattice"] == "D3Q27" and math.isfinite(k17["c_D"])
+    assert flows.with_smagorinsky_constant({"collision": "mrt"}, 0.1) == {"collision": "mrt"}
+    params = flows.SPHERE_SCHEMES["mrt-les"][1]
+    assert flows.with_smagorinsky_constant(params, None) is params

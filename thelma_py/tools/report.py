@@ -451,10 +451,12 @@ def _pulse_checks(device: str) -> tuple[str, list[Check]]:
 
 
 def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
-    """On a GPU the sphere at Re = 3700 (cumulant, d = 32, characteristic inlet and outlet):
-    mean c_D and St within 5 % of the DNS. On a CPU a steady sphere at Re = 50 (d = 6, TRT):
-    mean c_D within 25 % of the Schiller-Naumann correlation (a smoke check: blockage, coarse
-    d, acoustic start). Both: a sound pulse leaves through a characteristic inlet."""
+    """On a GPU the sphere at Re = 3700 (the parametrized cumulant K17, d = 40, characteristic
+    inlet and outlet, 25 + 60 d/U: about 6 minutes on an H100): mean c_D and St within 5 % of
+    the DNS (docs/validation/flows.md, section 3, session 17). On a CPU a steady sphere at
+    Re = 50 (d = 6, TRT): mean c_D within 25 % of the Schiller-Naumann correlation (a smoke
+    check: blockage, coarse d, acoustic start). Both: a sound pulse leaves through a
+    characteristic inlet."""
     title = "Sphere in the subcritical regime: mean drag and Strouhal number"
     pulse_text, pulse_checks = _pulse_checks(device)
     if not gpu:
@@ -472,9 +474,9 @@ def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
         return Section(title, "sphere_subcritical", text, [Check(
             "sphere Re=50 d=6: |mean c_D / Schiller-Naumann − 1|", error, "< 0.25",
             error < 0.25), *pulse_checks])
-    r = flows.sphere_run(3700.0, device=device, inlet="characteristic",
-                         outlet="characteristic", kick=0.2, transient=10.0, average=100.0)
-    text = (f"Re = 3700, d = {r['d']}, {r['shape']}, cumulant: c_D = {r['c_D']:.3f}, "
+    r = flows.sphere_run(3700.0, "cumulant-k17", d=40, device=device, inlet="characteristic",
+                         outlet="characteristic", kick=0.2, transient=25.0, average=60.0)
+    text = (f"Re = 3700, d = {r['d']}, {r['shape']}, {r['scheme']}: c_D = {r['c_D']:.3f}, "
             f"St = {r['St']:.3f} ± {r['resolution'] / 2:.3f}; reference "
             f"{r['reference']['source']}: c_D {r['reference']['c_D']}, St "
             f"{r['reference']['St']}." + pulse_text)

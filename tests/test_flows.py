@@ -443,3 +443,38 @@ def test_sphere_run_takes_the_smagorinsky_constant_and_the_parametrized_cumulant
     assert flows.with_smagorinsky_constant({"collision": "mrt"}, 0.1) == {"collision": "mrt"}
     params = flows.SPHERE_SCHEMES["mrt-les"][1]
     assert flows.with_smagorinsky_constant(params, None) is params
+
+
+@pytest.mark.parametrize("sound", [0.0005, 0.004])
+def test_st_check_reads_a_rotating_shedding_line_every_way(sound):
+    """benchmarks/sphere_st_check.py: a ring whose mean side velocity turns at St 0.21 (the
+    shedding plane rotating, positive sense) reads 0.21 from the ring mean and the rotating
+    signal's positive sense; an axisymmetric sound line at 0.575 cancels there, and the single
+    points (and their Welch average) read whichever line is stronger at a point."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sphere_st_check.py"
+    spec = importlib.util.spec_from_file_location("sphere_st_check", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    d, u = 32, 0.05
+    t = np.arange(0, 60 * d / u, 2.0)
+    shed, wave = (2 * np.pi * s * u / d * t for s in (0.21, 0.575))
+    probes = {"step": t.tolist()}
+    for k in range(8):
+        angle = 2 * np.pi * k / 8
+        at = f"_x224_y{round(112 + 19 * np.cos(angle))}_z{round(112 + 19 * np.sin(angle))}"
+        probes["ux" + at] = (0.01 * np.sin(wave)).tolist()
+        probes["uy" + at] = (sound * np.cos(angle) * np.sin(wave)
+                             + 0.001 * np.cos(shed)).tolist()
+        probes["uz" + at] = (sound * np.sin(angle) * np.sin(wave)
+                             + 0.001 * np.sin(shed)).tolist()
+    run = {"d": d, "u": u, "options": {"upstream": 4.0}, "probes": probes}
+    readings = check.ring_readings(run, transient=5.0)
+    assert list(readings) == [pytest.approx(3.0)]
+    (ring,) = readings.values()
+    at_points = 0.21 if sound < 0.001 else 0.575
+    for name, st in (("ring", 0.21), ("rotating +", 0.21), ("points", at_points),
+                     ("points Welch", at_points)):
+        assert ring[name] == pytest.approx(st, abs=0.01), name

@@ -74,6 +74,11 @@ def typed_case(tmp_path):
         ("None", int | None, None),
         ("7", int | None, 7),
         ("7", typing.Optional[int], 7),  # noqa: UP045 (the old spelling works too)
+        ("mrt", str | dict, "mrt"),
+        ("{'name': 'cumulant', 'limiter': 0.01}", str | dict,
+         {"name": "cumulant", "limiter": 0.01}),
+        ("{'c_s': 0.1}", str | dict | None, {"c_s": 0.1}),
+        ("12", str | int, 12),
         ("b", typing.Literal["a", "b"], "b"),
         ("(32, 16)", typing.Any, (32, 16)),
         ("x y", typing.Any, "x y"),

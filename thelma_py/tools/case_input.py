@@ -62,9 +62,10 @@ def convert_value(text: str, expected: object = typing.Any) -> object:
 
     bool takes true/false, yes/no, on/off, 1/0; int refuses 12.5; float takes any number;
     str takes the text (quotes optional); tuples and lists take Python or comma-separated
-    literals and convert their items; ``X | None`` takes ``None``; ``typing.Any`` (nothing
-    known) takes a Python literal or else the text. ValueError when ``text`` is not such a
-    value.
+    literals and convert their items; ``X | None`` takes ``None``; a union tries ``str`` last
+    (it takes any text), so ``str | dict`` takes a dict literal as a dict; ``typing.Any``
+    (nothing known) takes a Python literal or else the text. ValueError when ``text`` is not
+    such a value.
 
     >>> convert_value("12", float), convert_value("0.1, 0", tuple[float, ...])
     (12.0, (0.1, 0.0))
@@ -76,7 +77,7 @@ def convert_value(text: str, expected: object = typing.Any) -> object:
     if origin in (typing.Union, types.UnionType):
         if type(None) in args and text in ("None", "none"):
             return None
-        for option in args:
+        for option in sorted(args, key=lambda option: option is str):
             if option is not type(None):
                 with contextlib.suppress(ValueError):
                     return convert_value(text, option)

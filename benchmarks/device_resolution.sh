@@ -11,11 +11,12 @@
 #   re3700_d32_190_80_20,7,4 (outlet 16 d behind the centre) and re3700_d32_270_80_15,10,4.
 # scheme=NAME (environment; default cumulant) runs another of flows.SPHERE_SCHEMES, e.g.
 #   scheme=mrt-les bash benchmarks/device_resolution.sh re3700_d40_260 (session 17); its name
-#   joins the file's tag; c_s=VALUE sets its Smagorinsky constant (tag _csVALUE).
+#   joins the file's tag; c_s=VALUE sets its Smagorinsky constant (tag _csVALUE);
+#   stations=1,2,3,5,7,9 places the wake rings (d behind the centre; tag _rings1-2-3-5-7-9).
 . "$(dirname "$0")/device_setup.sh"
 on="--device cuda --precision float32 --out $out"
 scheme=${scheme:-cumulant}
-named=$([ "$scheme" = cumulant ] || echo "_$scheme")${c_s:+_cs$c_s}
+named=$([ "$scheme" = cumulant ] || echo "_$scheme")${c_s:+_cs$c_s}${stations:+_rings${stations//,/-}}
 for part in "$@"; do
   echo "=== $part $(date +%T)"
   IFS=_ read -r re d cap average box outlet <<< "$part"
@@ -23,5 +24,5 @@ for part in "$@"; do
   timeout $((cap + 60)) python3 -m thelma_py.tools.flows sphere$re --d "$d" --schemes "$scheme" \
     --kick 0.2 --transient 10 --average "$average" --max-seconds "$cap" --inlet characteristic \
     --outlet "$outlet" --tag "${named}_char_d$d${box:+_box${box//,/x}}_$outlet" \
-    ${box:+--box "$box"} ${c_s:+--c-s "$c_s"} $on 2>&1 | grep -v Warning
+    ${box:+--box "$box"} ${c_s:+--c-s "$c_s"} ${stations:+--stations "$stations"} $on 2>&1 | grep -v Warning
 done

@@ -55,6 +55,15 @@ __all__ = ["BODY_ID", "DEFAULT_STEPS", "SHEDDING_BAND", "SHEDDING_FROM", "WAKE_A
            "probe_series", "report", "ring_motion", "strouhal", "wake_measures", "wake_points"]
 
 
+WAKE_STATIONS = (1.0, 2.0, 3.0, 5.0)
+"""Distances behind the sphere's centre, in d, of the rings of wake probes."""
+WAKE_RADIUS = 0.6
+"""Radius of each ring, in d: a little outside the sphere's edge, in the separated shear layer
+near the sphere and in the wake's edge further down."""
+WAKE_AZIMUTHS = 8
+"""Probes per ring: the sphere sheds at random azimuths, so one probe can miss a passage."""
+
+
 def blockage(width: float) -> float:
     """Frontal area of the sphere over the cross-section: π/4 / width²."""
     return math.pi / 4 / width**2
@@ -65,7 +74,8 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
           les: str | dict | None = None, lattice: str = "D3Q19", results: Sequence = (),
           device: str = "auto", precision: str = "float64", inlet: str = "equilibrium",
           outlet: str = "equilibrium", compute: str = "lbm",
-          interpolated: bool = True, kick: float = 0.0, probes: bool = True) -> tp.Solver:
+          interpolated: bool = True, kick: float = 0.0, probes: bool = True,
+          stations: tuple[float, ...] = WAKE_STATIONS) -> tp.Solver:
     """The sphere channel (module docstring) at ``reynolds`` = U d / ν; ``collision``, ``les``
     and ``lattice`` go to the compute plug-in as given (cumulant: lattice D3Q27; ``compute``
     'lwacm' or 'lwacm-fused' takes no collision); ``inlet`` and ``outlet`` are the kinds of
@@ -77,7 +87,8 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     ``kick`` > 0 starts the flow with a side velocity (``kick`` U along y, ½ ``kick`` U along
     z) in the slab 0.5 d to 3 d behind the sphere's centre, so that an asymmetric wake does
     not have to grow from round-off (Re > 210); it is swept out within a few d/U. ``probes``:
-    record the wake velocity at :func:`wake_points` (in memory, :func:`probe_series`)."""
+    record the wake velocity at :func:`wake_points` (in memory, :func:`probe_series`), on rings
+    ``stations`` d behind the centre (those inside the box)."""
     nu = u * d / reynolds
     tp.units.check_mach(u)
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
@@ -98,7 +109,7 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
                         area=math.pi * d * d / 4)
     wake = []
     if probes:  # kept in memory (probe_series), no file
-        points = [p for p in wake_points(centre, d) if p[0] < shape[0]]
+        points = [p for p in wake_points(centre, d, stations) if p[0] < shape[0]]
         wake.append(tp.plugin("results", "probes", points=points, fields=("u",), every=every))
     extra = {"les": les} if les is not None else {}
     if compute == "lbm":
@@ -109,13 +120,7 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
                       device=device, precision=precision)
 
 
-WAKE_STATIONS = (1.0, 2.0, 3.0, 5.0)
-"""Distances behind the sphere's centre, in d, of the rings of wake probes."""
-WAKE_RADIUS = 0.6
-"""Radius of each ring, in d: a little outside the sphere's edge, in the separated shear layer
-near the sphere and in the wake's edge further down."""
-WAKE_AZIMUTHS = 8
-"""Probes per ring: the sphere sheds at random azimuths, so one probe can miss a passage."""
+
 
 
 def wake_points(centre: Sequence[float], d: float, stations: Sequence[float] = WAKE_STATIONS,

@@ -6,6 +6,7 @@ and the spectral TGV DNS; the turbulent runs themselves are GPU work
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -478,3 +479,26 @@ def test_st_check_reads_a_rotating_shedding_line_every_way(sound):
     for name, st in (("ring", 0.21), ("rotating +", 0.21), ("points", at_points),
                      ("points Welch", at_points)):
         assert ring[name] == pytest.approx(st, abs=0.01), name
+
+
+def test_sphere_wake_rings_go_where_they_are_asked(tmp_path):
+    """``stations`` places the rings of wake probes (those inside the box); the default is
+    WAKE_STATIONS; the flows driver takes them as --stations and records them."""
+    short = {"length": 8, "width": 4, "upstream": 2, "collision": "trt", "device": "cpu",
+             "reynolds": 20.0}
+    def stations(solver):
+        solver.run(2)
+        probes = sphere_wake.probe_series(solver)
+        return sorted({sphere_wake._station(k) for k in probes if k != "step"})
+
+    assert stations(sphere_wake.build(d=4, **short)) == [12, 16, 20, 28]  # centre at x = 8
+    assert stations(sphere_wake.build(d=4, stations=(1.0, 4.0, 9.0), **short)) == [12, 24]
+    run = flows.sphere_run(20.0, "trt", d=4, length=6, width=4, upstream=2, transient=0.1,
+                           average=1, device="cpu", stations=(1.0, 3.0))
+    assert run["options"]["stations"] == [1.0, 3.0]
+    assert set(run["St_stations"]) == {"1.00", "3.00"}
+    flows.main(["sphere", "--reynolds", "20", "--schemes", "trt", "--d", "4", "--box", "6,4,2",
+                "--transient", "0.1", "--average", "1", "--stations", "1,2", "--device", "cpu",
+                "--out", str(tmp_path)])
+    (written,) = json.loads((tmp_path / "flows_sphere20.json").read_text())["runs"]
+    assert written["options"]["stations"] == [1.0, 2.0]

@@ -442,6 +442,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--outlet", default=None,
                         help="sphere: the outlet kind (equilibrium, characteristic, outflow, "
                              "zou-he)")
+    parser.add_argument("--stations", default=None,
+                        help="sphere: the wake rings' distances behind the centre in d "
+                             "(default 1,2,3,5)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
@@ -482,6 +485,8 @@ def main(argv: list[str] | None = None) -> None:
                                                (float(v) for v in args.box.split(",")),
                                                strict=True))
     case.update({k: v for k, v in (("inlet", args.inlet), ("outlet", args.outlet)) if v})
+    if args.stations:
+        case["stations"] = tuple(float(v) for v in args.stations.split(","))
     name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"
     runs = []
     for scheme in (args.schemes or "cumulant").split(","):

@@ -14,6 +14,7 @@ import inspect
 import subprocess
 import sys
 import tempfile
+import types
 import typing
 from pathlib import Path
 
@@ -93,7 +94,9 @@ def test_every_build_parameter_has_a_type_that_fits_its_default(name):
         if default is None:
             assert type(None) in typing.get_args(hint), f"{name}.build(): {key} may be None"
         elif key != "results":
-            allowed = typing.get_args(hint) or (hint,)
+            union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+            allowed = [typing.get_origin(h) or h for h in
+                       (typing.get_args(hint) if union else (hint,))]
             assert type(default) in allowed, f"{name}.build(): {key}={default!r} is not {hint}"
 
 

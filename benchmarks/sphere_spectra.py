@@ -25,16 +25,12 @@ SEGMENT = 25.0
 
 
 def welch(times: np.ndarray, columns, d: float, u: float) -> tuple[np.ndarray, np.ndarray]:
-    """St and the summed Welch power of ``columns`` sampled at ``times`` (steps)."""
+    """St (≥ 0) and the summed Welch power of ``columns`` sampled at ``times`` (steps)."""
     dt = float(times[1] - times[0])
-    size = int(round(SEGMENT * d / u / dt))
-    window = np.hanning(size)
-    power = 0.0
-    for c in columns:
-        for start in range(0, len(times) - size + 1, size // 2):
-            x = c[start:start + size]
-            power = power + np.abs(np.fft.rfft((x - x.mean()) * window, 4 * size)) ** 2
-    return np.fft.rfftfreq(4 * size, dt) * d / u, power
+    frequency, power = sphere_wake.power_spectrum(
+        columns, dt, segment=int(round(SEGMENT * d / u / dt)), pad=4)
+    ahead = frequency >= 0
+    return frequency[ahead] * d / u, power[ahead]
 
 
 def panels(run: dict, transient: float = 10.0) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -29,20 +29,6 @@ def peak(st: np.ndarray, power: np.ndarray) -> float:
     return float(st[inside][np.argmax(power[inside])])
 
 
-def spectrum(signals, dt: float, segment: int | None = None, pad: int = 8):
-    """Frequencies and the summed power of ``signals`` (Hann window, mean removed), over one
-    segment or half-overlapping segments of ``segment`` samples; complex signals keep both
-    senses of rotation."""
-    signals = [np.asarray(s) for s in signals]
-    n = len(signals[0]) if segment is None else segment
-    window, total = np.hanning(n), 0.0
-    for s in signals:
-        for start in range(0, len(s) - n + 1, max(1, n // 2)):
-            x = s[start:start + n]
-            total = total + np.abs(np.fft.fft((x - x.mean()) * window, pad * n)) ** 2
-    return np.fft.fftfreq(pad * n, dt), total
-
-
 def ring_readings(run: dict, transient: float) -> dict[float, dict[str, float]]:
     """The five St readings of every ring of ``run`` after ``transient`` d/U."""
     d, u = run["d"], run["u"]
@@ -55,10 +41,10 @@ def ring_readings(run: dict, transient: float) -> dict[float, dict[str, float]]:
     for x, (uy, uz) in sphere_wake.ring_motion(columns).items():
         points = [v for k, v in columns.items()
                   if k.startswith(("uy_", "uz_")) and sphere_wake._station(k) == x]
-        f, ring = spectrum([uy, uz], dt)
-        _, single = spectrum(points, dt)
-        fw, welch = spectrum(points, dt, segment=len(uy) // 2)
-        fc, rotating = spectrum([uy + 1j * uz], dt)
+        f, ring = sphere_wake.power_spectrum([uy, uz], dt)
+        _, single = sphere_wake.power_spectrum(points, dt)
+        fw, welch = sphere_wake.power_spectrum(points, dt, segment=len(uy) // 2)
+        fc, rotating = sphere_wake.power_spectrum([uy + 1j * uz], dt)
         out[(x - centre) / d] = {"ring": peak(f, ring), "points": peak(f, single),
                                  "points Welch": peak(fw, welch),
                                  "rotating +": peak(fc, rotating),

@@ -52,7 +52,8 @@ DEFAULT_STEPS = 4_000
 
 __all__ = ["BODY_ID", "DEFAULT_STEPS", "SHEDDING_BAND", "SHEDDING_FROM", "WAKE_AZIMUTHS",
            "WAKE_RADIUS", "WAKE_STATIONS", "blockage", "build", "cross_stream", "force_series",
-           "probe_series", "report", "ring_motion", "strouhal", "wake_measures", "wake_points"]
+           "power_spectrum", "probe_series", "report", "ring_motion", "strouhal", "wake_measures",
+           "wake_points"]
 
 
 WAKE_STATIONS = (1.0, 2.0, 3.0, 5.0)
@@ -169,24 +170,36 @@ def probe_series(solver: tp.Solver) -> dict[str, np.ndarray] | None:
             **{name: values[:, k] for k, name in enumerate(probes.columns[1:])}}
 
 
+def power_spectrum(signals: Sequence[np.ndarray], dt: float, segment: int | None = None,
+                   pad: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Frequencies (per unit of ``dt``) and the summed power of ``signals``: each Hann-windowed
+    with its mean removed and zero-padded ``pad`` ×, over the whole record or, with
+    ``segment`` samples, over half-overlapping segments (Welch). Both signs of frequency:
+    a complex signal u_y + i u_z keeps its sense of rotation; a real one is symmetric."""
+    signals = [np.asarray(s) for s in signals]
+    n = len(signals[0]) if segment is None else segment
+    window, power = np.hanning(n), 0.0
+    for s in signals:
+        for start in range(0, len(s) - n + 1, max(1, n // 2)):
+            x = s[start:start + n]
+            power = power + np.abs(np.fft.fft((x - x.mean()) * window, pad * n)) ** 2
+    return np.fft.fftfreq(pad * n, dt), power
+
+
 def strouhal(times: np.ndarray, side: Sequence[np.ndarray], d: float, u: float,
              band: tuple[float, float] = (0.05, 1.0)) -> dict[str, float]:
     """St = f d / U at the peak of the summed power spectra of the side-force coefficients
-    (mean removed, Hann window, zero-padded 8 ×, peak in ``band``), and the bin width
+    (:func:`power_spectrum` of the whole record, peak in ``band``), and the bin width
     d / (U T) of the record of length T that limits its precision."""
     times = np.asarray(times, dtype=np.float64)
     dt = float(np.mean(np.diff(times)))
-    n = len(times)
-    window = np.hanning(n)
-    size = 8 * n
-    power = sum(np.abs(np.fft.rfft((np.asarray(s) - np.mean(s)) * window, size)) ** 2
-                for s in side)
-    st = np.fft.rfftfreq(size, dt) * d / u
+    frequency, power = power_spectrum(side, dt)
+    st = frequency * d / u
     inside = (st >= band[0]) & (st <= band[1])
     if not inside.any():
         return {"St": math.nan, "resolution": math.nan}
     return {"St": float(st[inside][np.argmax(power[inside])]),
-            "resolution": float(d / (u * dt * n))}
+            "resolution": float(d / (u * dt * len(times)))}
 
 
 SHEDDING_BAND = (0.1, 1.0)

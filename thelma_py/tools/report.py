@@ -474,9 +474,10 @@ def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
         return Section(title, "sphere_subcritical", text, [Check(
             "sphere Re=50 d=6: |mean c_D / Schiller-Naumann − 1|", error, "< 0.25",
             error < 0.25), *pulse_checks])
-    r = flows.sphere_run(3700.0, "cumulant-k17", d=40, device=device, inlet="characteristic",
-                         outlet="characteristic", kick=0.2, transient=25.0, average=60.0)
-    text = (f"Re = 3700, d = {r['d']}, {r['shape']}, {r['scheme']}: c_D = {r['c_D']:.3f}, "
+    r = flows.sphere_run(3700.0, "cumulant-k17", d=40, device=device, precision="float32",
+                         inlet="characteristic", outlet="characteristic", kick=0.2,
+                         transient=25.0, average=60.0)
+    text = (f"Re = 3700, d = {r['d']}, {r['shape']}, {r['scheme']}, float32: c_D = {r['c_D']:.3f}, "
             f"St = {r['St']:.3f} ± {r['resolution'] / 2:.3f}; reference "
             f"{r['reference']['source']}: c_D {r['reference']['c_D']}, St "
             f"{r['reference']['St']}." + pulse_text)

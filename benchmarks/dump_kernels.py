@@ -9,7 +9,8 @@ The proof that a refactoring changed no kernel: record the hashes before, compar
 The matrix: LBM dense and sparse (D2Q9, D3Q19, D3Q27; fp32, fp64; bgk, trt, mrt; pull, push,
 aa; walls at rest or moving; with and without a body force; open boundaries of every kind,
 interpolated bodies; tuning options), and both LW-ACM schemes (rows and ``min_blocks`` of the
-single-step block). Only public entry points are used (``Lbm.kernel_source`` and
+single-step block); ``--les`` adds both LW-ACM schemes with Smagorinsky LES. Only public entry
+points are used (``Lbm.kernel_source`` and
 :func:`thelma_py.modules.compute.lwacm.kernels.generate`), so the script runs on any version.
 """
 
@@ -91,9 +92,33 @@ def lwacm_sources() -> Iterator[tuple[str, str]]:
                 yield label, generate(cfg)
 
 
-def sources() -> Iterator[tuple[str, str]]:
+def lwacm_les_sources() -> Iterator[tuple[str, str]]:
+    """(label, source) of both LW-ACM schemes with Smagorinsky LES: one and several nodes a
+    thread, records of ρ and of ρ − 1, walls at rest or moving."""
+    from thelma_py.subgrid import Smagorinsky
+
+    les = Smagorinsky(c_s=0.16)
+    for lattice, real, moving in itertools.product(LATTICES, ("float", "double"), (True, False)):
+        variants = [("two-step", 1, False)] + [
+            ("fused", rows, shifted) for rows in ((1, 2, 4) if lattice.d == 3 else (1,))
+            for shifted in (False, True)]
+        for scheme, thread_rows, shifted in variants:
+            try:  # several nodes a thread in 32 x 4 blocks, as the engine takes them
+                cfg = LwacmKernelConfig(lattice=lattice, real=real, scheme=scheme, les=les,
+                                        moving_walls=moving, thread_rows=thread_rows,
+                                        rows=4 if thread_rows > 1 else 0, shifted=shifted)
+            except ValueError:  # a ring larger than a block's shared memory
+                continue
+            label = (f"lwacm-les/{scheme}/{lattice.name}/{real}/moving={int(moving)}/"
+                     f"thread_rows={thread_rows}/shifted={int(shifted)}")
+            yield label, generate(cfg)
+
+
+def sources(les: bool = False) -> Iterator[tuple[str, str]]:
     yield from lbm_sources()
     yield from lwacm_sources()
+    if les:
+        yield from lwacm_les_sources()
 
 
 def digest(text: str) -> str:
@@ -105,9 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="write 'sha256  label' lines to this file")
     parser.add_argument("--check", type=Path, help="compare with a file --write made")
     parser.add_argument("--sources", type=Path, help="write each source into this folder")
+    parser.add_argument("--les", action="store_true",
+                        help="also the LW-ACM kernels with Smagorinsky LES")
     args = parser.parse_args(argv)
     lines, labels = [], set()
-    for label, text in sources():
+    for label, text in sources(args.les):
         if label in labels:
             raise AssertionError(f"two configurations are labelled {label}")
         labels.add(label)

@@ -205,9 +205,7 @@ LES_HELPERS = """
 // LES kernels keep the plain kernel's occupancy (4 blocks of 32 x 8 per SM in fp32, 6 of
 // 32 x 4 in fp64): register caps that ptxas meets with a few spills outside the node update.
 // Several nodes a thread (TR) take 80 registers in fp32 (6 blocks of 32 x 4).
-#if RECORD_PARTS == 1 && defined(TR)
-#define LES_REGISTERS 80
-#elif RECORD_PARTS == 1
+#if RECORD_PARTS == 1 && !defined(TR)
 #define LES_REGISTERS 64
 #else
 #define LES_REGISTERS 80

@@ -322,21 +322,18 @@ class StrainRate:
         factor = let(self.root * (scale / root_of(8.0)), f"dS_scale{tag}")
         return [let(factor * sums[c], f"dS{c}{tag}") for c in range(d)]
 
-    def eddy_momentum(self, rho, c_s: float) -> list:
-        """The momentum a step adds by the gradient of the eddy viscosity ν_t = C_s² |S|,
-        ρ (∇ν_t · (∇u + ∇uᵀ) + ∇ν_t ∇·u): with the node's ν_t on every link the single step
-        gives ν_t (∇²u + ∇∇·u), and this completes it to the divergence form
-        ∇·(ν_t (∇u + ∇uᵀ + I ∇·u)) (:func:`single_step`)."""
+    def add_eddy_momentum(self, j: Sequence, rho, c_s: float) -> list:
+        """The momentum sums j of the node plus what a step adds by the gradient of the eddy
+        viscosity ν_t = C_s² |S|, ρ (∇ν_t · (∇u + ∇uᵀ) + ∇ν_t ∇·u): with the node's ν_t on
+        every link the single step gives ν_t (∇²u + ∇∇·u), and this completes it to the
+        divergence form ∇·(ν_t (∇u + ∇uᵀ + I ∇·u)) (:func:`single_step`)."""
         d, let, tag = self.lattice.d, self.let, self.tag
         slope = self.gradient(c_s * c_s / 2.0)  # ∇ν_t / 2, for T = 4 S = 2 (∇u + ∇uᵀ)
         trace = let(sum(self.four[(a, a)] for a in range(d)) * 0.5, f"div_u{tag}")
-        return [let(rho * (dot_list([self.t(a, b) for b in range(d)], slope)
-                           + slope[a] * trace), f"jt{a}{tag}") for a in range(d)]
-
-    def add_eddy_momentum(self, j: Sequence, rho, c_s: float) -> list:
-        """The momentum sums j of the node with :meth:`eddy_momentum` added."""
-        return [self.let(ja + extra, f"j{'xyz'[a]}_les{self.tag}") for a, (ja, extra) in
-                enumerate(zip(j, self.eddy_momentum(rho, c_s), strict=True))]
+        extra = [let(rho * (dot_list([self.t(a, b) for b in range(d)], slope)
+                            + slope[a] * trace), f"jt{a}{tag}") for a in range(d)]
+        return [let(ja + ea, f"j{'xyz'[a]}_les{tag}") for a, (ja, ea) in
+                enumerate(zip(j, extra, strict=True))]
 
 
 def les_kappa(model, kappa0, strain):
@@ -370,7 +367,7 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     code reads those records twice instead of holding them), which raises the node's τ, so
     every link of the node takes κ_t = 2 (1 − τ₀ − 3 C_s² |S|). That alone gives the eddy
     viscosity as ν_t (∇²u + ∇∇·u); the face diagonals, as the sums read them, complete ∇|S|, and
-    the momentum gains ρ (∇ν_t · (∇u + ∇uᵀ) + ∇ν_t ∇·u) (:meth:`StrainRate.eddy_momentum`), so
+    the momentum gains ρ (∇ν_t · (∇u + ∇uᵀ) + ∇ν_t ∇·u) (:meth:`StrainRate.add_eddy_momentum`), so
     the viscous term is ∇·(ν_t (∇u + ∇uᵀ + I ∇·u)), in divergence form, and mass is conserved.
     (The same term, to leading order, as κ at each link's midpoint, κ_i = κ_t − ½ c_i·∇κ_t, in
     eq. (11), which needs each link's own κ_i in the sums and changes mass by O(Δx³).)

@@ -7,8 +7,8 @@
 Reads every flows_sphere*.json in OUT_DIR (or the runs named), prints one Markdown row per run
 (c_D, St, the references, the errors) and writes OUT_DIR/sphere_forces.png: c_D(t) and the
 side-force coefficients of each run against t U / d. ``--transient T`` measures every run again
-after its first T d/U (:func:`sphere_wake.wake_measures`, from the series the JSON keeps), so
-runs made with different transients compare alike; the rings' own peaks join the row.
+after its first T d/U (:func:`thelma_py.tools.flows.sphere_measures`, from the series the JSON
+keeps), so runs made with different transients compare alike; the rings' own peaks join the row.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thelma_py.cases import sphere_wake
+from thelma_py.tools import flows
 
 
 def remeasured(run: dict, transient: float) -> dict:
@@ -28,9 +28,8 @@ def remeasured(run: dict, transient: float) -> dict:
     probes = run.get("probes")
     probes = None if probes is None else {k: np.asarray(v, dtype=float)
                                           for k, v in probes.items()}
-    upstream = (run.get("options") or {}).get("upstream", 4.0)
-    measures = sphere_wake.wake_measures(series, run["d"], run["u"], transient, probes,
-                                         centre_x=upstream * run["d"])
+    measures = flows.sphere_measures(series, probes, run["d"], run["u"], transient,
+                                     run.get("options") or {})
     return {**run, **measures}
 
 

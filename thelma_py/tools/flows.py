@@ -379,8 +379,7 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
     if diverged is None and not finite.all():
         diverged = float(series["step"][np.argmin(finite)] * u / d)
     probes = sphere_wake.probe_series(solver)
-    measures = sphere_wake.wake_measures(series, d, u, transient, probes,
-                                         centre_x=build.get("upstream", 4.0) * d)
+    measures = sphere_measures(series, probes, d, u, transient, build)
     ref = SPHERE_REFERENCE.get(int(reynolds))
     errors = {f"{k}_error": measures[k] / ref[k] - 1 for k in ("c_D", "St")
               if ref and ref[k]}
@@ -393,6 +392,15 @@ def sphere_run(reynolds: float, scheme: str = "cumulant", *, d: int = 32, u: flo
             "diverged_at": diverged, "stopped_at": stopped, **measures, **errors,
             "reference": ref, "series": {k: v.tolist() for k, v in series.items()},
             "probes": None if probes is None else _rounded(probes)}
+
+
+def sphere_measures(series: dict, probes: dict | None, d: int, u: float, transient: float,
+                    build: dict) -> dict:
+    """Mean c_D, St and the rings' St after ``transient`` d/U of a sphere run's force
+    ``series`` and wake ``probes``, the sphere placed by the ``build`` options of
+    :func:`sphere_run` (also for runs read back from JSON: ``benchmarks/sphere_plot.py``)."""
+    return sphere_wake.wake_measures(series, d, u, transient, probes,
+                                     centre_x=build.get("upstream", 4.0) * d)
 
 
 def _rounded(columns: dict[str, np.ndarray], digits: int = 5) -> dict[str, list[float]]:

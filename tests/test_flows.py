@@ -446,26 +446,38 @@ def test_sphere_run_takes_the_smagorinsky_constant_and_the_parametrized_cumulant
     assert flows.with_smagorinsky_constant(params, None) is params
 
 
+def _benchmark_script(name: str):
+    """benchmarks/NAME.py as a module."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ring_points(d: int, station: float) -> list[tuple[str, float]]:
+    """(probe-name suffix, angle) of the 8 points of a wake ring ``station`` d behind a sphere
+    centred at x = 4 d, y = z = 3.5 d, 0.6 d off the axis (the names sphere_wake gives)."""
+    x, axis, radius = round((4 + station) * d), 3.5 * d, 0.6 * d
+    return [(f"_x{x}_y{round(axis + radius * np.cos(a))}_z{round(axis + radius * np.sin(a))}", a)
+            for a in 2 * np.pi * np.arange(8) / 8]
+
+
 @pytest.mark.parametrize("sound", [0.0005, 0.004])
 def test_st_check_reads_a_rotating_shedding_line_every_way(sound):
     """benchmarks/sphere_st_check.py: a ring whose mean side velocity turns at St 0.21 (the
     shedding plane rotating, positive sense) reads 0.21 from the ring mean and the rotating
     signal's positive sense; an axisymmetric sound line at 0.575 cancels there, and the single
     points (and their Welch average) read whichever line is stronger at a point."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sphere_st_check.py"
-    spec = importlib.util.spec_from_file_location("sphere_st_check", path)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = _benchmark_script("sphere_st_check")
     d, u = 32, 0.05
     t = np.arange(0, 60 * d / u, 2.0)
     shed, wave = (2 * np.pi * s * u / d * t for s in (0.21, 0.575))
     probes = {"step": t.tolist()}
-    for k in range(8):
-        angle = 2 * np.pi * k / 8
-        at = f"_x224_y{round(112 + 19 * np.cos(angle))}_z{round(112 + 19 * np.sin(angle))}"
+    for at, angle in _ring_points(d, 3.0):
         probes["ux" + at] = (0.01 * np.sin(wave)).tolist()
         probes["uy" + at] = (sound * np.cos(angle) * np.sin(wave)
                              + 0.001 * np.cos(shed)).tolist()
@@ -502,3 +514,29 @@ def test_sphere_wake_rings_go_where_they_are_asked(tmp_path):
                 "--out", str(tmp_path)])
     (written,) = json.loads((tmp_path / "flows_sphere20.json").read_text())["runs"]
     assert written["options"]["stations"] == [1.0, 2.0]
+
+
+def test_sphere_spectra_panels_the_rings_asked_for():
+    """benchmarks/sphere_spectra.py: one panel per ring asked for (--rings), each peaking where
+    that ring's side motion turns (St 0.21 at 7 d, 0.40 at 1 d), then the mean u_x at 3 d; a
+    ring the run does not hold is a clear error naming those it does."""
+    spectra = _benchmark_script("sphere_spectra")
+    d, u = 32, 0.05
+    t = np.arange(0, 80 * d / u, 4.0)
+    probes = {"step": t.tolist()}
+    for station, st in ((1.0, 0.40), (3.0, 0.30), (7.0, 0.21)):
+        turn = 2 * np.pi * st * u / d * t
+        for at, _ in _ring_points(d, station):
+            probes["ux" + at] = (0.01 * np.sin(0.5 * turn)).tolist()
+            probes["uy" + at] = (0.001 * np.cos(turn)).tolist()
+            probes["uz" + at] = (0.001 * np.sin(turn)).tolist()
+    run = {"d": d, "u": u, "options": {"upstream": 4.0}, "probes": probes}
+    panels = spectra.panels(run, transient=5.0, rings=(1, 7))
+    assert list(panels) == ["side motion, 1 d", "side motion, 7 d", "mean u_x, 3 d"]
+    for title, st in (("side motion, 1 d", 0.40), ("side motion, 7 d", 0.21),
+                      ("mean u_x, 3 d", 0.15)):
+        frequency, power = panels[title]
+        assert frequency[np.argmax(np.where(frequency > 0.1, power, 0))] == pytest.approx(
+            st, abs=0.02), title
+    with pytest.raises(SystemExit, match=r"no ring at \[5\] d .*it has \[1, 3, 7\]"):
+        spectra.panels(run, transient=5.0, rings=(1, 5))

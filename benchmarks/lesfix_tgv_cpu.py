@@ -37,6 +37,8 @@ def diagnostics(engine, nu: float, les: bool, two_step: bool) -> dict:
             for a in range(3)]
     strain = sum((0.5 * (grad[a][b] + grad[b][a])) ** 2 for a in range(3) for b in range(3))
     nu_t = LES["c_s"] ** 2 * np.sqrt(2 * strain) if les else 0.0 * strain
+    central = float(np.mean(nu_t))
+    difference = None
     if les and two_step:  # the two-step scheme's own ν_t, from its pulled f* (rule.subgrid_stress)
         lat = engine.lattice
         pulled = layouts.stream(lat, engine.walls, engine.f)
@@ -45,10 +47,29 @@ def diagnostics(engine, nu: float, les: bool, two_step: bool) -> dict:
         norm = np.sqrt(sum((1.0 if a == b else 2.0) * q[(a, b)] ** 2 for a, b in q))
         base = 1 - engine.kappa
         nu_t = (engine.params.les.tau_from_stress(base, norm, mass) - base) / 3
+        difference = float(np.mean(LES["c_s"] ** 2 * _difference_strain(lat, engine, pulled,
+                                                                         mass, nu)))
     div = grad[0][0] + grad[1][1] + grad[2][2]
     return {"E": 0.5 * float(np.mean(rho * (u**2).sum(0))),
             "model": float(np.mean(2 * rho * (nu + nu_t) * strain)),
-            "nu_t": float(np.mean(nu_t)), "dilatation": float(np.mean(div**2) / np.mean(strain))}
+            "nu_t": float(np.mean(nu_t)), "nu_t_central": central, "nu_t_difference": difference,
+            "dilatation": float(np.mean(div**2) / np.mean(strain))}
+
+
+def _difference_strain(lat, engine, pulled, rho, nu: float):
+    """|S| of a two-step node from its pulled f*_i(x − c_i) less the f*_i(x + c_i) of the
+    node downstream (a periodic box): ½ Σ_i c_i c_i (f*_i(x − c_i) − f*_i(x + c_i)) keeps the
+    odd part of f*, −(1 − κ)/3 (∇j + ∇jᵀ + I ∇·j) = −4 ρ ν S less its trace, and drops the
+    even part (ρ u u's curvature) that the pulled moment alone carries (DESIGN.md, "LES in the
+    two-step LW-ACM"). A candidate, not the shipped estimate."""
+    pushed = layouts.unstream(lat, engine.walls, engine.f)
+    c = np.asarray(lat.c, dtype=int)
+    moment = [[0.5 * sum(c[i, a] * c[i, b] * (pulled[i] - pushed[i]) for i in range(lat.q)
+                         if c[i, a] * c[i, b]) for b in range(3)] for a in range(3)]
+    trace = sum(moment[a][a] for a in range(3)) / 3
+    frobenius = np.sqrt(sum((moment[a][b] - (trace if a == b else 0)) ** 2
+                            for a in range(3) for b in range(3)))
+    return np.sqrt(2.0) * frobenius / (4 * rho * nu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.scheme} {args.precision} n={n} t*={b['t']:.2f} "
               f"E/E0={b['E'] / rows[0]['E']:.4f}"
               f" actual/model={rate / (0.5 * (a['model'] + b['model'])):.3f}"
-              f" nu_t/nu={b['nu_t'] / nu:.2f} div2/ss={b['dilatation']:.2e}", flush=True)
+              f" nu_t/nu={b['nu_t'] / nu:.2f} div2/ss={b['dilatation']:.2e}"
+              + (f" (central {b['nu_t_central'] / nu:.2f}, difference "
+                 f"{b['nu_t_difference'] / nu:.2f})" if b["nu_t_difference"] is not None
+                 else ""), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"scheme": args.scheme, "n": n, "u0": u0, "nu": nu,
                                          "precision": args.precision, "rows": rows,

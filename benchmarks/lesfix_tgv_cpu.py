@@ -58,18 +58,13 @@ def diagnostics(engine, nu: float, les: bool, two_step: bool) -> dict:
 
 def _difference_strain(lat, engine, pulled, rho, nu: float):
     """|S| of a two-step node from its pulled f*_i(x − c_i) less the f*_i(x + c_i) of the
-    node downstream (a periodic box): ½ Σ_i c_i c_i (f*_i(x − c_i) − f*_i(x + c_i)) keeps the
-    odd part of f*, −(1 − κ)/3 (∇j + ∇jᵀ + I ∇·j) = −4 ρ ν S less its trace, and drops the
-    even part (ρ u u's curvature) that the pulled moment alone carries (DESIGN.md, "LES in the
-    two-step LW-ACM"). A candidate, not the shipped estimate."""
+    node downstream (a periodic box; :func:`two_step_strain.difference_moment`): a candidate
+    without the curvature of ρ u u that the pulled moment alone carries (DESIGN.md, "LES in
+    the two-step LW-ACM"), not the shipped estimate."""
+    from two_step_strain import difference_moment, strain_from_moment  # benchmarks/, beside
+
     pushed = layouts.unstream(lat, engine.walls, engine.f)
-    c = np.asarray(lat.c, dtype=int)
-    moment = [[0.5 * sum(c[i, a] * c[i, b] * (pulled[i] - pushed[i]) for i in range(lat.q)
-                         if c[i, a] * c[i, b]) for b in range(3)] for a in range(3)]
-    trace = sum(moment[a][a] for a in range(3)) / 3
-    frobenius = np.sqrt(sum((moment[a][b] - (trace if a == b else 0)) ** 2
-                            for a in range(3) for b in range(3)))
-    return np.sqrt(2.0) * frobenius / (4 * rho * nu)
+    return strain_from_moment(difference_moment(lat, pulled, pushed)[0], rho, 6 * nu)
 
 
 def main(argv: list[str] | None = None) -> int:

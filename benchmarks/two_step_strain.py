@@ -55,31 +55,44 @@ def fields(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     return rho, u, exact, u0 * length / 1600
 
 
+def difference_moment(lattice, pulled, pushed) -> tuple[dict, np.ndarray]:
+    """Q_ab (a ≤ b) = ½ Σ_i c_ia c_ib (f*_i(x − c_i) − f*_i(x + c_i)) less its trace, and that
+    trace, −(5/3)(1 − κ) ∇·j: the odd part of f* only, −(1 − κ)/3 (∇j + ∇jᵀ) = −4 ρ ν S."""
+    c = np.asarray(lattice.c, dtype=int)
+    q = {(a, b): 0.5 * sum(c[i, a] * c[i, b] * (pulled[i] - pushed[i])
+                           for i in range(lattice.q) if c[i, a] * c[i, b])
+         for a in range(3) for b in range(a, 3)}
+    trace = sum(q[(a, a)] for a in range(3))
+    for a in range(3):
+        q[(a, a)] = q[(a, a)] - trace / 3
+    return q, trace
+
+
+def frobenius(q: dict) -> np.ndarray:
+    """√(Q:Q) of a symmetric tensor given by its entries a ≤ b."""
+    return np.sqrt(sum((1.0 if a == b else 2.0) * v**2 for (a, b), v in q.items()))
+
+
+def strain_from_moment(q: dict, rho, base: float) -> np.ndarray:
+    """|S| = √(2 S:S) of Q = −(1 − κ)/3 · 2 ρ S, ``base`` = 1 − κ."""
+    return math.sqrt(2.0) * 3 * frobenius(q) / (2 * rho * base)
+
+
 def estimates(n: int) -> dict[str, float]:
     """rms of each estimate over rms of the exact |S| on n³ nodes."""
     lat = D3Q19
     rho, u, exact, nu = fields(n)
     kappa = 1 - 6 * nu
     c = np.asarray(lat.c, dtype=int)
-    fstar = []
-    for i in range(lat.q):
-        cu = sum(c[i, a] * u[a] for a in range(3))
-        fstar.append(lat.w[i] * rho * (1 + 3 * cu + 4.5 * cu**2 - 1.5 * (u**2).sum(0))
-                     - kappa * 3 * lat.w[i] * rho * cu)
+    fstar = rule.fstar(lat, rho, list(u), kappa, identity_let)
     pulled = [np.roll(fstar[i], tuple(c[i]), axis=(0, 1, 2)) for i in range(lat.q)]
     pushed = [np.roll(fstar[i], tuple(-c[i]), axis=(0, 1, 2)) for i in range(lat.q)]
     mass = sum(pulled)
-    q = rule.pulled_stress(lat, pulled, list(rho * u), mass, lambda v, name=None: v)
-    shipped = np.sqrt(sum((1.0 if a == b else 2.0) * q[(a, b)] ** 2 for a, b in q))
-    moment = [[0.5 * sum(c[i, a] * c[i, b] * (pulled[i] - pushed[i]) for i in range(lat.q))
-               for b in range(3)] for a in range(3)]
-    trace = sum(moment[a][a] for a in range(3)) / 3
-    candidate = np.sqrt(sum((moment[a][b] - (trace if a == b else 0)) ** 2
-                            for a in range(3) for b in range(3)))
+    shipped = rule.pulled_stress(lat, pulled, list(rho * u), mass, identity_let)
     rms = lambda a: float(np.sqrt(np.mean(a**2)))  # noqa: E731
-    to_strain = math.sqrt(2.0) / (4 * nu)
-    return {"pulled": rms(to_strain * shipped / mass) / rms(exact),
-            "difference": rms(to_strain * candidate / rho) / rms(exact)}
+    return {"pulled": rms(strain_from_moment(shipped, mass, 6 * nu)) / rms(exact),
+            "difference": rms(strain_from_moment(difference_moment(lat, pulled, pushed)[0],
+                                                 rho, 6 * nu)) / rms(exact)}
 
 
 class CandidateLwacm(NumpyLwacm):
@@ -95,12 +108,7 @@ class CandidateLwacm(NumpyLwacm):
             pushed = layouts.unstream(lat, self.walls, self.f)  # f*_i(x + c_i)
             rho, _, j, post = rule.two_step(lat, list(pulled), list(self.j), self.kappa,
                                             identity_let, self.force)
-            q = {(a, b): 0.5 * sum(c[i, a] * c[i, b] * (pulled[i] - pushed[i])
-                                   for i in range(lat.q) if c[i, a] * c[i, b])
-                 for a in range(3) for b in range(a, 3)}
-            trace = sum(q[(a, a)] for a in range(3))  # −(5/3)(1 − κ) ∇·j
-            for a in range(3):
-                q[(a, a)] = q[(a, a)] - trace / 3
+            q, trace = difference_moment(lat, pulled, pushed)
             if self.variant == "grid":
                 squares = 0.0
                 for i in range(1, lat.q):
@@ -112,8 +120,7 @@ class CandidateLwacm(NumpyLwacm):
                 divergence = -3 * trace / (5 * base)
                 strain = np.sqrt(np.maximum(4.5 * squares - divergence**2, 0.0)) / rho
             else:
-                frobenius = np.sqrt(sum((1.0 if a == b else 2.0) * v**2 for (a, b), v in q.items()))
-                strain = math.sqrt(2.0) * 3 * frobenius / (2 * rho * base)
+                strain = strain_from_moment(q, rho, base)
             stress = {p: 3 * C_S**2 * strain * v / base for p, v in q.items()}  # −2 ρ ν_t S
             mean = sum(stress[(a, a)] for a in range(3)) / 3
             for i in range(lat.q):

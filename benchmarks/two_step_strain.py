@@ -122,12 +122,9 @@ class CandidateLwacm(NumpyLwacm):
             else:
                 strain = strain_from_moment(q, rho, base)
             stress = {p: 3 * C_S**2 * strain * v / base for p, v in q.items()}  # −2 ρ ν_t S
-            mean = sum(stress[(a, a)] for a in range(3)) / 3
-            for i in range(lat.q):
-                terms = [(1.0 if a == b else 2.0) * c[i, a] * c[i, b] * v
-                         for (a, b), v in stress.items() if c[i, a] * c[i, b]]
-                post[i] = post[i] + 4.5 * w[i] * (sum(terms) - mean)
-            self.f = np.array(post, dtype=self.dtype)
+            extra = rule.stress_populations(lat, stress, identity_let)  # rides in f*, as shipped
+            self.f = np.array([p + e for p, e in zip(post, extra, strict=True)],
+                              dtype=self.dtype)
             self.j = np.array(j, dtype=self.dtype)
 
 

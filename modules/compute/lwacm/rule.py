@@ -181,7 +181,6 @@ def subgrid_stress(lattice: Lattice, f_in: Sequence, j0: Sequence, rho, kappa, l
     Returns f^(t)_i = 9/2 w_i (c_i c_i − I/3) : Π_t (no mass, no momentum): streamed to the
     neighbours it adds −∇·Π_t = ∇·(2 ρ ν_t S) to their momentum, the eddy viscosity in
     divergence form, with κ and so the base scheme unchanged."""
-    d = lattice.d
     q = pulled_stress(lattice, f_in, j0, rho, let)
     pairs = list(q)
     weight = {(a, b): 1.0 if a == b else 2.0 for a, b in pairs}
@@ -190,12 +189,19 @@ def subgrid_stress(lattice: Lattice, f_in: Sequence, j0: Sequence, rho, kappa, l
     tau = let(les.tau_from_stress(base, norm, rho), "tau_t")
     share = let(1.0 - base / tau, "les_share")
     stress = {p: let(share * q[p], f"pt{p[0]}{p[1]}") for p in pairs}
+    return stress_populations(lattice, stress, let)
+
+
+def stress_populations(lattice: Lattice, stress: dict, let: Callable) -> list:
+    """f^(t)_i = 9/2 w_i (c_i c_i − I/3) : Π of a symmetric stress Π given by its entries
+    (a, b), a ≤ b: no mass, no momentum, second moment Π (:func:`subgrid_stress`)."""
+    d = lattice.d
     trace = let(sum(stress[(a, a)] for a in range(d)) * (1.0 / 3.0), "pt_trace")
     out = []
     for i in range(lattice.q):
         c = [int(v) for v in lattice.c[i]]
-        terms = [float(weight[(a, b)] * c[a] * c[b]) * stress[(a, b)] for a, b in pairs
-                 if c[a] * c[b]]
+        terms = [float((1.0 if a == b else 2.0) * c[a] * c[b]) * value
+                 for (a, b), value in stress.items() if c[a] * c[b]]
         total = sum(terms[1:], terms[0]) if terms else 0.0
         out.append(let((4.5 * float(lattice.w[i])) * (total - trace), f"ft{i}"))
     return out

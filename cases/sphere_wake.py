@@ -121,9 +121,6 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
                       device=device, precision=precision)
 
 
-
-
-
 def wake_points(centre: Sequence[float], d: float, stations: Sequence[float] = WAKE_STATIONS,
                 radius: float = WAKE_RADIUS, azimuths: int = WAKE_AZIMUTHS
                 ) -> list[tuple[int, int, int]]:

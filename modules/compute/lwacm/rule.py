@@ -290,12 +290,18 @@ class StrainRate:
         square = let(sum((t * t + bend[p] * bend[p]) * (1.0 if p[0] == p[1] else 2.0)
                          for p, t in self.four.items()), f"strain_sq{tag}")
         self.root = let(rsqrt(square + 1e-30), f"strain_rsqrt{tag}")
-        self.norm = let(square * self.root * (1.0 / root_of(8.0)), f"strain{tag}")
+        self.scaled_norm = (let(square * self.root, f"strain_root{tag}"), 1.0 / root_of(8.0))
+        """(√P, 1/√8): |S| as a value and the constant it is to be multiplied by."""
         # sums[c] = 16 Σ_ab S_ab ∂_b∂_c u_a: the axis terms (b = c) now, the mixed ones later
         self.sums = [let(dot_list([self.t(a, c) for a in range(d)],
                                   [curve[a][c] for a in range(d)]) * 4.0, f"sS{c}{tag}")
                      for c in range(d)]
         self.mixed: dict[tuple[int, int], list] = {}  # (b, c) -> X_abc by a, being summed
+
+    @property
+    def norm(self):
+        """|S| (an expression, for callers outside the kernels; they take :attr:`scaled_norm`)."""
+        return self.scaled_norm[0] * self.scaled_norm[1]
 
     def t(self, a: int, b: int):
         """T_ab = 4 S_ab."""
@@ -315,8 +321,8 @@ class StrainRate:
             self.let(old[a] + ua if sign > 0 else old[a] - ua, name.format(a))
             for a, ua in enumerate(u)]
 
-    def gradient(self, scale: float = 1.0) -> list:
-        """``scale`` ∇|S|, once :meth:`add` has seen every face diagonal."""
+    def _sums(self) -> list:
+        """16 Σ_ab S_ab ∂_b∂_c u_a by c, once :meth:`add` has seen every face diagonal."""
         d, let, tag = self.lattice.d, self.let, self.tag
         sums = list(self.sums)
         for (b, c), x in sorted(self.mixed.items()):  # plane (b, c) adds to ∂_c|S| and ∂_b|S|
@@ -324,28 +330,38 @@ class StrainRate:
                           f"sS{c}_{b}{tag}")
             sums[b] = let(accumulate(sums[b], [self.t(a, c) for a in range(d)], x),
                           f"sS{b}_{c}{tag}")
+        return sums
+
+    def gradient(self, scale: float = 1.0) -> list:
+        """``scale`` ∇|S|, once :meth:`add` has seen every face diagonal."""
+        sums = self._sums()
         # ∂_c|S| = (2 / |S|) sums[c] / 16 = sums[c] / (√8 √P)
-        factor = let(self.root * (scale / root_of(8.0)), f"dS_scale{tag}")
-        return [let(factor * sums[c], f"dS{c}{tag}") for c in range(d)]
+        factor = self.let(self.root * (scale / root_of(8.0)), f"dS_scale{self.tag}")
+        return [self.let(factor * value, f"dS{c}{self.tag}") for c, value in enumerate(sums)]
 
     def add_eddy_momentum(self, j: Sequence, rho, c_s: float) -> list:
         """The momentum sums j of the node plus what a step adds by the gradient of the eddy
         viscosity ν_t = C_s² |S|, ρ (∇ν_t · (∇u + ∇uᵀ) + ∇ν_t ∇·u): with the node's ν_t on
         every link the single step gives ν_t (∇²u + ∇∇·u), and this completes it to the
-        divergence form ∇·(ν_t (∇u + ∇uᵀ + I ∇·u)) (:func:`single_step`)."""
+        divergence form ∇·(ν_t (∇u + ∇uᵀ + I ∇·u)) (:func:`single_step`). ∇ν_t / 2 is
+        :meth:`gradient`'s, its scale and ρ applied once to the whole term (T = 4 S =
+        2 (∇u + ∇uᵀ) in the sum)."""
         d, let, tag = self.lattice.d, self.let, self.tag
-        slope = self.gradient(c_s * c_s / 2.0)  # ∇ν_t / 2, for T = 4 S = 2 (∇u + ∇uᵀ)
+        sums = self._sums()
+        scale = let(rho * (self.root * (c_s * c_s / 2.0 / root_of(8.0))), f"jt_scale{tag}")
         trace = let(sum(self.four[(a, a)] for a in range(d)) * 0.5, f"div_u{tag}")
-        extra = [let(rho * (dot_list([self.t(a, b) for b in range(d)], slope)
-                            + slope[a] * trace), f"jt{a}{tag}") for a in range(d)]
-        return [let(ja + ea, f"j{'xyz'[a]}_les{tag}") for a, (ja, ea) in
-                enumerate(zip(j, extra, strict=True))]
+        return [let(ja + scale * (dot_list([self.t(a, b) for b in range(d)], sums)
+                                  + sums[a] * trace), f"j{'xyz'[a]}_les{tag}")
+                for a, ja in enumerate(j)]
 
 
-def les_kappa(model, kappa0, strain):
-    """κ = 2 (1 − τ) of a node whose relaxation time the subgrid ``model`` raises from τ₀ =
-    1 − κ₀/2 for the strain rate ``strain`` = |S| (one formula for NumPy and CUDA)."""
-    return 2.0 * (1.0 - model.tau_from_strain(1.0 - 0.5 * kappa0, strain))
+def les_kappa(model, kappa0, strain, scale: float = 1.0):
+    """κ_t = 2 (1 − τ) of a node whose relaxation time the subgrid ``model`` raises from τ₀ =
+    1 − κ₀/2 for the strain rate |S| = ``scale`` ``strain`` (one formula for NumPy and CUDA):
+    κ₀ − 2 (τ(|S|) − τ₀), one multiply-add for a model linear in |S| (Smagorinsky:
+    τ = τ₀ + 3 C_s² |S|), whose slope, with ``scale``, is a constant of the kernel."""
+    slope = model.tau_from_strain(0.0, 1.0) - model.tau_from_strain(0.0, 0.0)
+    return kappa0 - (2.0 * scale * slope) * strain
 
 
 def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
@@ -394,7 +410,7 @@ def single_step(lattice: Lattice, upstream: Callable, kappa, let: Callable,
     strain = None
     if les is not None:
         strain = StrainRate(lattice, upstream, let)
-        kappa = let(les_kappa(les, kappa, strain.norm), "kappa_t")
+        kappa = let(les_kappa(les, kappa, *strain.scaled_norm), "kappa_t")
     rho0, u0 = upstream(0)
     linear = {}  # w 3(1 − κ), one per weight
     rho = None
@@ -463,7 +479,7 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
             return fetch
 
         strains = [StrainRate(lattice, fetch_of(k), let, f"_{k}") for k in range(rows)]
-        kappas = [let(les_kappa(les, kappa, s.norm), f"kappa_t_{k}") for k, s in
+        kappas = [let(les_kappa(les, kappa, *s.scaled_norm), f"kappa_t_{k}") for k, s in
                   enumerate(strains)]
     # 3 w (1 − κ) by weight: one table for the column, one a node with LES (each its κ_t)
     linear = [{} for _ in range(rows)] if les is not None else [{}] * rows

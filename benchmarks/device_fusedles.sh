@@ -3,7 +3,7 @@
 # without) on one H100; expected 5-7 minutes (NVRTC compilation of the LES kernels included):
 #   bash benchmarks/device_fusedles.sh                 # all parts
 #   bash benchmarks/device_fusedles.sh bench speed     # or any of: tests bench speed tgv
-#                                                      # spectrum ratio quick
+#                                                      # spectrum ratio quick blocks
 # 1. tests: GPU ≡ NumPy of the LES kernel (D2Q9, D3Q19, D3Q27; fp32, fp64; walls, moving walls),
 #    the LBM LES tests and several nodes a thread (with and without LES).
 # 2. bench: the lead's command, thelma bench --les none,smagorinsky, periodic and cavity.
@@ -35,6 +35,13 @@ for part in $parts; do
       timeout 200 python3 -m thelma_py.tools.flows tgv --sizes 256 --schemes lwacm-fused-les \
         --speed-ratio 0.25 --out "$out/fusedles_tgv_ratio.json" 2>&1 \
         | tee "$out/fusedles_tgv_ratio.log";;
+    blocks)  # 2 nodes a thread in 32 x 4 blocks, 4 to 6 per SM (ptxas: 4: ~110 registers,
+      # no spill; 5: 96; 6, as shipped: 80), D3Q19 and D3Q27 fp32 periodic
+      for lattice in D3Q19 D3Q27; do
+        timeout 150 python3 benchmarks/lwacm_les_speed.py --json "$out/fusedles_blocks_$lattice.json" \
+          --only "$lattice:float32:periodic:plain,les,les r2 rows4 m4,les r2 rows4 m5" 2>&1 \
+          | tee "$out/fusedles_blocks_$lattice.log"
+      done;;
     quick)
       timeout 120 python3 benchmarks/lwacm_les_speed.py --quick --json "$out/fusedles_quick.json" \
         2>&1 | tee "$out/fusedles_quick.log";;
@@ -45,7 +52,7 @@ for part in $parts; do
       timeout 120 python3 -m thelma_py.tools.bench --compute lwacm-fused --precision float32 \
         --sizes 256 --cases periodic,cavity --les none,smagorinsky \
         --json "$out/fusedles_bench.json" | tee "$out/fusedles_bench.log" | tail -n 8;;
-    *) echo "unknown part $part (tests speed bench tgv spectrum ratio quick)";;
+    *) echo "unknown part $part (tests speed bench tgv spectrum ratio quick blocks)";;
   esac
 done
 echo "=== done $(date +%T)"

@@ -9,7 +9,8 @@ blocks per SM; 2 nodes a thread (``thread_rows``) at the caps of 4, 3 and 2 bloc
 periodic, plain against LES as shipped. Timing and records as ``thelma bench`` (median of 7
 batches of ~0.25 s, the same engine builder), plus ``num_regs`` and local memory per thread as
 the driver reports them. ``--quick``: plain and LES as shipped, periodic; ``--only``: one
-configuration with the variants named (also 2 a thread in 32 x 4 blocks, 7 and 8 per SM).
+configuration with the variants named (also 2 a thread in 32 x 4 blocks, 4, 5, 7 and 8 per
+SM).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ VARIANTS = [  # (label, les, retune keywords)
     ("les r2", "smagorinsky", {"thread_rows": 2}),
     ("les r2 m3", "smagorinsky", {"thread_rows": 2, "min_blocks": 3}),
     ("les r2 m2", "smagorinsky", {"thread_rows": 2, "min_blocks": 2}),
+    ("les r2 rows4 m4", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 4}),
+    ("les r2 rows4 m5", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 5}),
     ("les r2 rows4 m6", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 6}),
     ("les r2 rows4 m7", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 7}),
     ("les r2 rows4 m8", "smagorinsky", {"thread_rows": 2, "rows": 4, "min_blocks": 8}),

@@ -204,8 +204,11 @@ __device__ __forceinline__ void copies_landed_but_newest()
 LES_HELPERS = """
 // LES kernels keep the plain kernel's occupancy (4 blocks of 32 x 8 per SM in fp32, 6 of
 // 32 x 4 in fp64): register caps that ptxas meets with a few spills outside the node update.
-// Several nodes a thread (TR) take 80 registers in fp32 (6 blocks of 32 x 4).
-#if RECORD_PARTS == 1 && !defined(TR)
+// Several nodes a thread (TR) take 96 registers (5 blocks of 32 x 4 per SM: 2.6 % faster
+// than 6 at 80 on D3Q19, 1.0 % on D3Q27; 4 at 128 are slower, NOTES run 57).
+#if defined(TR)
+#define LES_REGISTERS 96
+#elif RECORD_PARTS == 1
 #define LES_REGISTERS 64
 #else
 #define LES_REGISTERS 80

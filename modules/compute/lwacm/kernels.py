@@ -133,7 +133,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
     def plane_rows(self) -> int:
         """The single-step block's rows: :attr:`rows`, or the default for the precision (and 4
         for LES with several nodes a thread: 6 blocks of 32 x 4 at 80 registers measured 2 %
-        faster periodic, and 2 % in the cavity, than 3 of 32 x 8, NOTES run 51)."""
+        faster periodic, and 2 % in the cavity, than 3 of 32 x 8, NOTES run 51; 5 of them at
+        96 registers are the kernel's bound since run 57)."""
         if self.rows:
             return self.rows
         if self.les is not None and self.thread_rows > 1:
@@ -157,7 +158,8 @@ def thread_rows(cfg: LwacmKernelConfig) -> int:
     thread_rows`): 4 for 16-bit fp16s records staged by cp.async, where the decode at each
     ring read made the kernel issue-bound (NOTES run 47); 2 with Smagorinsky LES on fp32
     records in 3D (in 32 x 4 blocks, :attr:`~LwacmKernelConfig.plane_rows`: D3Q19 79 % of the
-    plain rate against 73 % with 1, D3Q27 87 % against 81 %, NOTES runs 51 and 53); else 1, and
+    plain rate against 73 % with 1, D3Q27 87 % against 81 %, NOTES runs 51 and 53; 83 % and
+    91 % at 5 blocks per SM, run 57); else 1, and
     1 wherever the option does not apply (its validator). fp64 LES was not measured with
     several rows and keeps 1."""
     want = 1

@@ -242,6 +242,18 @@ def face_plane(lattice: Lattice, i: int) -> tuple[int, int, float] | None:
     return b, c, float(lattice.c[i][b] * lattice.c[i][c])
 
 
+ROW_AXIS = 1
+"""The axis along which :func:`single_step_rows` stacks a thread's nodes (y)."""
+
+
+def plane_axes(b: int, c: int) -> tuple[int, int]:
+    """(inner, outer) axes of the face-diagonal plane (b, c), b < c: :class:`StrainRate` takes
+    its mixed derivative as the outer difference of the inner one. The outer axis is y where the
+    plane holds it (so nodes stacked along y share those inner differences), else the last."""
+    outer = ROW_AXIS if ROW_AXIS in (b, c) else c
+    return (c if outer == b else b), outer
+
+
 class StrainRate:
     """The strain rate of a node from its neighbours' velocities, for the Smagorinsky model
     of the single step, in two parts so that generated code reads each record of the ring at
@@ -258,7 +270,10 @@ class StrainRate:
     it, and :meth:`gradient` gives ∇|S| from the mixed derivatives, ∂_c|S| = (2/|S|) Σ_ab S_ab
     ∂_b∂_c u_a, with the central S in the sum and the norm above in 1/|S| (the same to second
     order where S is smooth, and finite where the central S vanishes). D2Q9, D3Q19 and D3Q27
-    hold every neighbour this needs (D3Q27's corners are not used).
+    hold every neighbour this needs (D3Q27's corners are not used). A mixed derivative is the
+    difference, along the plane's outer axis (:func:`plane_axes`), of the central differences
+    along its inner axis at x ± e_outer; :meth:`share` hands a node those of its neighbours
+    along y, which are their own central differences (:func:`single_step_rows`).
 
     Differences are kept unscaled (T = 4 S, X_abc = 4 ∂_b∂_c u_a); one 1/√ gives both |S|
     and the 1/|S| of the gradient: no division, no square root. ``tag`` ends every name."""
@@ -296,7 +311,10 @@ class StrainRate:
         self.sums = [let(dot_list([self.t(a, c) for a in range(d)],
                                   [curve[a][c] for a in range(d)]) * 4.0, f"sS{c}{tag}")
                      for c in range(d)]
-        self.mixed: dict[tuple[int, int], list] = {}  # (b, c) -> X_abc by a, being summed
+        self.diff = diff
+        self.seen: dict[tuple, list] = {}  # (b, c, outer sign, inner sign) -> u(x + e)
+        self.inner: dict[tuple, list] = {}  # (b, c, outer sign) -> D = u(+ inner) − u(− inner)
+        self.mixed: dict[tuple[int, int], list] = {}  # (b, c) -> X_abc by a
 
     @property
     def norm(self):
@@ -307,23 +325,59 @@ class StrainRate:
         """T_ab = 4 S_ab."""
         return self.four[(min(a, b), max(a, b))]
 
+    def share(self, side: int, neighbour: StrainRate) -> None:
+        """Take the central differences of the node at x + ``side`` e_y (side ±1) as this node's
+        inner differences there, for every plane that holds y: the same numbers that
+        :meth:`add` would form from the face diagonals (bit for bit), without forming them."""
+        for b, c in self._planes():
+            inner, outer = plane_axes(b, c)
+            if outer == ROW_AXIS:
+                self.inner[(b, c, side)] = [neighbour.diff[a][inner]
+                                            for a in range(self.lattice.d)]
+                self._mix(b, c)
+
+    def _planes(self) -> list[tuple[int, int]]:
+        d = self.lattice.d
+        return [(b, c) for b in range(d) for c in range(b + 1, d)]
+
     def add(self, i: int, u: Sequence) -> None:
         """Take the velocity ``u`` of x − c_i into the mixed derivatives if i is a face
-        diagonal: X_abc = Σ over the plane's four diagonals e of e_b e_c u_a(x + e)."""
+        diagonal: X_abc = Σ over the plane's four diagonals e of e_b e_c u_a(x + e), as
+        D(x + e_o) − D(x − e_o) with D(p) = u(p + e_n) − u(p − e_n) (n, o: the plane's inner and
+        outer axes), each difference formed once both its values are in."""
         plane = face_plane(self.lattice, i)
         if plane is None:
             return
-        b, c, sign = plane
-        name = f"dd{{}}{b}{c}_{i}{self.tag}"
-        old = self.mixed.get((b, c))
-        self.mixed[(b, c)] = [
-            (ua if sign > 0 else -ua) if old is None else
-            self.let(old[a] + ua if sign > 0 else old[a] - ua, name.format(a))
-            for a, ua in enumerate(u)]
+        b, c = plane[:2]
+        inner, outer = plane_axes(b, c)
+        e = [-int(v) for v in self.lattice.c[i]]  # x − c_i = x + e
+        side = e[outer]
+        if (b, c, side) in self.inner:  # lent by :meth:`share`
+            return
+        self.seen[(b, c, side, e[inner])] = u
+        if (b, c, side, -e[inner]) not in self.seen:
+            return
+        up, down = self.seen.pop((b, c, side, 1)), self.seen.pop((b, c, side, -1))
+        self.inner[(b, c, side)] = [
+            self.let(p - m, f"D{a}{b}{c}{'pm'[side < 0]}{self.tag}")
+            for a, (p, m) in enumerate(zip(up, down, strict=True))]
+        self._mix(b, c)
+
+    def _mix(self, b: int, c: int) -> None:
+        """X_abc once both inner differences of the plane (b, c) are in."""
+        if (b, c, 1) in self.inner and (b, c, -1) in self.inner and (b, c) not in self.mixed:
+            self.mixed[(b, c)] = [
+                self.let(p - m, f"dd{a}{b}{c}{self.tag}")
+                for a, (p, m) in enumerate(zip(self.inner[(b, c, 1)], self.inner[(b, c, -1)],
+                                               strict=True))]
 
     def _sums(self) -> list:
         """16 Σ_ab S_ab ∂_b∂_c u_a by c, once :meth:`add` has seen every face diagonal."""
         d, let, tag = self.lattice.d, self.let, self.tag
+        missing = [plane for plane in self._planes() if plane not in self.mixed]
+        if missing:
+            raise RuntimeError(f"StrainRate: the face diagonals of the planes {missing} are not "
+                               "all added yet")
         sums = list(self.sums)
         for (b, c), x in sorted(self.mixed.items()):  # plane (b, c) adds to ∂_c|S| and ∂_b|S|
             sums[c] = let(accumulate(sums[c], [self.t(a, b) for a in range(d)], x),
@@ -479,6 +533,10 @@ def single_step_rows(lattice: Lattice, rows: int, load: Callable, kappa, let: Ca
             return fetch
 
         strains = [StrainRate(lattice, fetch_of(k), let, f"_{k}") for k in range(rows)]
+        for k in range(rows):  # a neighbour in the column lends its central differences
+            for side in (-1, 1):
+                if 0 <= k + side < rows:
+                    strains[k].share(side, strains[k + side])
         kappas = [let(les_kappa(les, kappa, *s.scaled_norm), f"kappa_t_{k}") for k, s in
                   enumerate(strains)]
     # 3 w (1 − κ) by weight: one table for the column, one a node with LES (each its κ_t)

@@ -1,0 +1,74 @@
+"""The single step's LES speed with variants of its strain rule, in one process (GPU).
+
+    python benchmarks/lwacm_les_variants.py [--json FILE] [--lattices D3Q19,D3Q27]
+
+For each variant, :mod:`lwacm_les_speed` (plain against LES as shipped, fp32 periodic 256³)
+with :class:`rule.StrainRate` changed in this process before the kernels are generated:
+
+* ``shipped``: the rule as it is (mixed derivatives from inner differences, shared along y);
+* ``no-share``: the same, each node forming all its own inner differences;
+* ``share-xy``: the xz and yz planes take z as their outer axis, only xy is shared;
+* ``9688336``: the rule of commit 9688336 (four face diagonals summed in link order), from
+  ``benchmarks/les_rule_9688336.py``.
+
+The variants round alike to within the order of their sums; speed only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import lwacm_les_speed
+
+from thelma_py.modules.compute.lwacm import rule
+
+SHIPPED = (rule.StrainRate, rule.plane_axes, rule.StrainRate.share)
+
+
+def _restore() -> None:
+    rule.StrainRate, rule.plane_axes = SHIPPED[0], SHIPPED[1]
+    rule.StrainRate.share = SHIPPED[2]
+
+
+def _no_share() -> None:
+    rule.StrainRate.share = lambda self, side, neighbour: None
+
+
+def _share_xy() -> None:
+    rule.plane_axes = lambda b, c: ((c, b) if (b, c) == (0, 1) else (b, c))
+
+
+def _old_rule() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "les_rule_9688336", Path(__file__).with_name("les_rule_9688336.py"))
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    old.StrainRate.share = lambda self, side, neighbour: None
+    rule.StrainRate = old.StrainRate
+
+
+VARIANTS = {"shipped": lambda: None, "no-share": _no_share, "share-xy": _share_xy,
+            "9688336": _old_rule}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--lattices", default="D3Q19,D3Q27")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args(argv)
+    for name in args.variants.split(","):
+        _restore()
+        VARIANTS[name]()
+        for lattice in args.lattices.split(","):
+            print(f"--- {name}", flush=True)
+            out = [] if args.json is None else [
+                "--json", str(args.json.with_name(f"{args.json.stem}_{name}_{lattice}.json"))]
+            lwacm_les_speed.main([*out, "--only", f"{lattice}:float32:periodic:plain,les"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,7 +5,9 @@
 For each variant, :mod:`lwacm_les_speed` (plain against LES as shipped, fp32 periodic 256³)
 with :class:`rule.StrainRate` changed in this process before the kernels are generated:
 
-* ``shipped``: the rule as it is (mixed derivatives from inner differences, shared along y);
+* ``shipped``: the rule as it was at 84ec3a5 (mixed derivatives from inner differences,
+  shared along y, on every lattice: :func:`rule.lends_differences` forced true; since NOTES
+  run 58 the rule lends them on D3Q27 only);
 * ``no-share``: the same, each node forming all its own inner differences;
 * ``share-xy``: the xz and yz planes take z as their outer axis, only xy is shared;
 * ``9688336``: the rule of commit 9688336 (four face diagonals summed in link order), from
@@ -30,6 +32,7 @@ SHIPPED = (rule.StrainRate, rule.plane_axes, rule.StrainRate.share)
 def _restore() -> None:
     rule.StrainRate, rule.plane_axes = SHIPPED[0], SHIPPED[1]
     rule.StrainRate.share = SHIPPED[2]
+    rule.lends_differences = lambda lattice: True
 
 
 def _no_share() -> None:

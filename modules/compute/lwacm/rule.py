@@ -246,6 +246,16 @@ ROW_AXIS = 1
 """The axis along which :func:`single_step_rows` stacks a thread's nodes (y)."""
 
 
+def lends_differences(lattice: Lattice) -> bool:
+    """Whether :class:`StrainRate` forms a node's mixed derivatives from inner differences that
+    nodes stacked along y lend each other (:meth:`StrainRate.share`), or sums the four face
+    diagonals as they come. Measured on the H100 (NOTES run 58, 2 nodes a thread, fp32 256³):
+    lending is 0.7 to 1.4 % faster on D3Q27 and 2 % slower on D3Q19, whose kernel spills more
+    with the longer-lived differences; so D3Q27 only. Both forms are second order, and one
+    node's rounding is the same alone as in a column (:func:`single_step_rows`)."""
+    return lattice.q == 27
+
+
 def plane_axes(b: int, c: int) -> tuple[int, int]:
     """(inner, outer) axes of the face-diagonal plane (b, c), b < c: :class:`StrainRate` takes
     its mixed derivative as the outer difference of the inner one. The outer axis is y where the
@@ -271,9 +281,10 @@ class StrainRate:
     ∂_b∂_c u_a, with the central S in the sum and the norm above in 1/|S| (the same to second
     order where S is smooth, and finite where the central S vanishes). D2Q9, D3Q19 and D3Q27
     hold every neighbour this needs (D3Q27's corners are not used). A mixed derivative is the
-    difference, along the plane's outer axis (:func:`plane_axes`), of the central differences
-    along its inner axis at x ± e_outer; :meth:`share` hands a node those of its neighbours
-    along y, which are their own central differences (:func:`single_step_rows`).
+    sum of the plane's four face diagonals as :meth:`add` gets them, or, where
+    :func:`lends_differences`, the difference along the plane's outer axis (:func:`plane_axes`)
+    of the central differences along its inner axis at x ± e_outer; :meth:`share` then hands a
+    node those of its neighbours along y, which are their own central differences.
 
     Differences are kept unscaled (T = 4 S, X_abc = 4 ∂_b∂_c u_a); one 1/√ gives both |S|
     and the 1/|S| of the gradient: no division, no square root. ``tag`` ends every name."""
@@ -312,9 +323,11 @@ class StrainRate:
                                   [curve[a][c] for a in range(d)]) * 4.0, f"sS{c}{tag}")
                      for c in range(d)]
         self.diff = diff
+        self.lends = lends_differences(lattice)
         self.seen: dict[tuple, list] = {}  # (b, c, outer sign, inner sign) -> u(x + e)
         self.inner: dict[tuple, list] = {}  # (b, c, outer sign) -> D = u(+ inner) − u(− inner)
         self.mixed: dict[tuple[int, int], list] = {}  # (b, c) -> X_abc by a
+        self.added: dict[tuple[int, int], int] = {}  # (b, c) -> diagonals summed, if not lent
 
     @property
     def norm(self):
@@ -328,7 +341,10 @@ class StrainRate:
     def share(self, side: int, neighbour: StrainRate) -> None:
         """Take the central differences of the node at x + ``side`` e_y (side ±1) as this node's
         inner differences there, for every plane that holds y: the same numbers that
-        :meth:`add` would form from the face diagonals (bit for bit), without forming them."""
+        :meth:`add` would form from the face diagonals (bit for bit), without forming them.
+        Nothing where the lattice does not :func:`lend its differences <lends_differences>`."""
+        if not self.lends:
+            return
         for b, c in self._planes():
             inner, outer = plane_axes(b, c)
             if outer == ROW_AXIS:
@@ -348,7 +364,16 @@ class StrainRate:
         plane = face_plane(self.lattice, i)
         if plane is None:
             return
-        b, c = plane[:2]
+        b, c, sign = plane
+        if not self.lends:  # summed as they come
+            old = self.mixed.get((b, c))
+            name = f"dd{{}}{b}{c}_{i}{self.tag}"
+            self.mixed[(b, c)] = [
+                (ua if sign > 0 else -ua) if old is None else
+                self.let(old[a] + ua if sign > 0 else old[a] - ua, name.format(a))
+                for a, ua in enumerate(u)]
+            self.added[(b, c)] = self.added.get((b, c), 0) + 1
+            return
         inner, outer = plane_axes(b, c)
         e = [-int(v) for v in self.lattice.c[i]]  # x − c_i = x + e
         side = e[outer]
@@ -374,7 +399,8 @@ class StrainRate:
     def _sums(self) -> list:
         """16 Σ_ab S_ab ∂_b∂_c u_a by c, once :meth:`add` has seen every face diagonal."""
         d, let, tag = self.lattice.d, self.let, self.tag
-        missing = [plane for plane in self._planes() if plane not in self.mixed]
+        missing = [plane for plane in self._planes() if plane not in self.mixed
+                   or (not self.lends and self.added[plane] < 4)]
         if missing:
             raise RuntimeError(f"StrainRate: the face diagonals of the planes {missing} are not "
                                "all added yet")

@@ -132,9 +132,8 @@ class LwacmKernelConfig(cuda.KernelConfig):
     @property
     def plane_rows(self) -> int:
         """The single-step block's rows: :attr:`rows`, or the default for the precision (and 4
-        for LES with several nodes a thread: 6 blocks of 32 x 4 at 80 registers measured 2 %
-        faster periodic, and 2 % in the cavity, than 3 of 32 x 8, NOTES run 51; 5 of them at
-        96 registers are the kernel's bound since run 57)."""
+        for LES with several nodes a thread: 32 x 4 blocks measured 2 % faster periodic, and
+        2 % in the cavity, than 32 x 8, NOTES run 51; 5 of them a SM at 96 registers, run 57)."""
         if self.rows:
             return self.rows
         if self.les is not None and self.thread_rows > 1:

@@ -10,8 +10,8 @@ with :class:`rule.StrainRate` changed in this process before the kernels are gen
   run 58 the rule lends them on D3Q27 only);
 * ``no-share``: the same, each node forming all its own inner differences;
 * ``share-xy``: the xz and yz planes take z as their outer axis, only xy is shared;
-* ``9688336``: the rule of commit 9688336 (four face diagonals summed in link order), from
-  ``benchmarks/les_rule_9688336.py``.
+* ``sum``: the four face diagonals summed in link order, no lending (the rule of 9688336,
+  and since run 58 the shipped rule on D3Q19: :func:`rule.lends_differences` false).
 
 The variants round alike to within the order of their sums; speed only.
 """
@@ -19,7 +19,6 @@ The variants round alike to within the order of their sums; speed only.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import lwacm_les_speed
@@ -43,17 +42,12 @@ def _share_xy() -> None:
     rule.plane_axes = lambda b, c: ((c, b) if (b, c) == (0, 1) else (b, c))
 
 
-def _old_rule() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "les_rule_9688336", Path(__file__).with_name("les_rule_9688336.py"))
-    old = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(old)
-    old.StrainRate.share = lambda self, side, neighbour: None
-    rule.StrainRate = old.StrainRate
+def _sum() -> None:
+    rule.lends_differences = lambda lattice: False
 
 
 VARIANTS = {"shipped": lambda: None, "no-share": _no_share, "share-xy": _share_xy,
-            "9688336": _old_rule}
+            "sum": _sum}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -120,6 +120,27 @@ def test_strain_rate_and_its_gradient_converge_at_second_order(lat):
         assert 3.2 < c / f < 4.6, (coarse, fine)
 
 
+@pytest.mark.parametrize("lat", ["D3Q19", "D3Q27"])
+def test_strain_rate_gradient_needs_every_face_diagonal(lat):
+    """∇|S| asked for before the last face diagonal came in is refused (D3Q19 sums the four
+    diagonals of a plane as they come, D3Q27 pairs them into inner differences): a rule that
+    dropped a link would otherwise give a wrong gradient silently."""
+    lattice = LATTICES[lat]
+    field = np.linspace(0.0, 0.01, 5 * 6 * 7).reshape(5, 6, 7)
+
+    def fetch(i):
+        return 1.0, [np.roll(field, tuple(int(v) for v in lattice.c[i][::-1]), (0, 1, 2))] * 3
+
+    strain = rule.StrainRate(lattice, fetch, identity_let)
+    order = [i for i in rule.link_order(lattice) if rule.face_plane(lattice, i)]
+    for i in order[:-1]:
+        strain.add(i, fetch(i)[1])
+    with pytest.raises(RuntimeError, match="not all added"):
+        strain.gradient()
+    strain.add(order[-1], fetch(order[-1])[1])
+    assert len(strain.gradient()) == 3
+
+
 @pytest.mark.parametrize("lat", ["D2Q9", "D3Q19"])
 def test_strain_rate_sees_the_grid_scale(lat):
     """A checkerboard u_x = ε (−1)^(x+y(+z)) has no central difference, but its forward and

@@ -358,22 +358,26 @@ class StrainRate:
 
     def add(self, i: int, u: Sequence) -> None:
         """Take the velocity ``u`` of x − c_i into the mixed derivatives if i is a face
-        diagonal: X_abc = Σ over the plane's four diagonals e of e_b e_c u_a(x + e), as
-        D(x + e_o) − D(x − e_o) with D(p) = u(p + e_n) − u(p − e_n) (n, o: the plane's inner and
-        outer axes), each difference formed once both its values are in."""
+        diagonal: X_abc = Σ over the plane's four diagonals e of e_b e_c u_a(x + e), summed as
+        they come, or, where the lattice :func:`lends differences <lends_differences>`, as
+        D(x + e_o) − D(x − e_o) with D(p) = u(p + e_n) − u(p − e_n) (n, o: the plane's inner
+        and outer axes), each difference formed once both its values are in."""
         plane = face_plane(self.lattice, i)
-        if plane is None:
-            return
+        if plane is not None:
+            (self._pair if self.lends else self._sum)(i, plane, u)
+
+    def _sum(self, i: int, plane: tuple, u: Sequence) -> None:
         b, c, sign = plane
-        if not self.lends:  # summed as they come
-            old = self.mixed.get((b, c))
-            name = f"dd{{}}{b}{c}_{i}{self.tag}"
-            self.mixed[(b, c)] = [
-                (ua if sign > 0 else -ua) if old is None else
-                self.let(old[a] + ua if sign > 0 else old[a] - ua, name.format(a))
-                for a, ua in enumerate(u)]
-            self.added[(b, c)] = self.added.get((b, c), 0) + 1
-            return
+        old = self.mixed.get((b, c))
+        name = f"dd{{}}{b}{c}_{i}{self.tag}"
+        self.mixed[(b, c)] = [
+            (ua if sign > 0 else -ua) if old is None else
+            self.let(old[a] + ua if sign > 0 else old[a] - ua, name.format(a))
+            for a, ua in enumerate(u)]
+        self.added[(b, c)] = self.added.get((b, c), 0) + 1
+
+    def _pair(self, i: int, plane: tuple, u: Sequence) -> None:
+        b, c = plane[:2]
         inner, outer = plane_axes(b, c)
         e = [-int(v) for v in self.lattice.c[i]]  # x − c_i = x + e
         side = e[outer]

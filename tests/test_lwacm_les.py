@@ -152,6 +152,23 @@ def test_strain_rate_gradient_needs_every_face_diagonal(lat):
         np.testing.assert_allclose(got[inner], exact, rtol=1e-10, atol=1e-15)
 
 
+def test_les_kappa_is_the_smagorinsky_relaxation_and_refuses_a_curved_model():
+    """κ_t = 2 (1 − τ) with τ = τ₀ + 3 C_s² |S| (τ₀ = 1 − κ₀/2), however |S| is split into a
+    value and a constant; a model whose τ is not linear in |S| is refused, not folded."""
+    model = tp.subgrid.Smagorinsky(c_s=0.16)
+    kappa0, strain = 0.7, 0.013
+    want = 2 * (1 - (1 - kappa0 / 2 + 3 * 0.16**2 * strain))
+    assert rule.les_kappa(model, kappa0, strain) == pytest.approx(want, rel=1e-14)
+    assert rule.les_kappa(model, kappa0, 4 * strain, 0.25) == pytest.approx(want, rel=1e-14)
+
+    class Curved:
+        def tau_from_strain(self, tau0, strain_norm):
+            return tau0 + 0.01 * strain_norm**2
+
+    with pytest.raises(ValueError, match="not linear"):
+        rule.les_kappa(Curved(), kappa0, strain)
+
+
 @pytest.mark.parametrize("lat", ["D2Q9", "D3Q19"])
 def test_strain_rate_sees_the_grid_scale(lat):
     """A checkerboard u_x = ε (−1)^(x+y(+z)) has no central difference, but its forward and

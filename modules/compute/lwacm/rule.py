@@ -24,6 +24,7 @@ the name of a kernel argument).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import isclose
 from math import sqrt as root_of
 from numbers import Number
 
@@ -444,7 +445,11 @@ def les_kappa(model, kappa0, strain, scale: float = 1.0):
     1 − κ₀/2 for the strain rate |S| = ``scale`` ``strain`` (one formula for NumPy and CUDA):
     κ₀ − 2 (τ(|S|) − τ₀), one multiply-add for a model linear in |S| (Smagorinsky:
     τ = τ₀ + 3 C_s² |S|), whose slope, with ``scale``, is a constant of the kernel."""
-    slope = model.tau_from_strain(0.0, 1.0) - model.tau_from_strain(0.0, 0.0)
+    base = model.tau_from_strain(0.0, 0.0)
+    slope = model.tau_from_strain(0.0, 1.0) - base
+    if not isclose(model.tau_from_strain(0.0, 2.0) - base, 2.0 * slope, rel_tol=1e-12):
+        raise ValueError(f"{type(model).__name__}: τ is not linear in |S|; the single step's "
+                         "LES takes only such models (Smagorinsky)")
     return kappa0 - (2.0 * scale * slope) * strain
 
 

@@ -13,10 +13,13 @@
 #   scheme=mrt-les bash benchmarks/device_resolution.sh re3700_d40_260 (session 17); its name
 #   joins the file's tag; c_s=VALUE sets its Smagorinsky constant (tag _csVALUE);
 #   stations=1,2,3,5,7,9 places the wake rings (d behind the centre; tag _rings1-2-3-5-7-9).
+# store=fp16s (or fp16c) keeps the populations in 16 bits (tag _fp16s), u=0.08 sets the
+#   lattice velocity (default 0.05; tag _u0.08): a finer sphere in the same time (session 20).
 . "$(dirname "$0")/device_setup.sh"
 on="--device cuda --precision float32 --out $out"
 scheme=${scheme:-cumulant}
 named=$([ "$scheme" = cumulant ] || echo "_$scheme")${c_s:+_cs$c_s}${stations:+_rings${stations//,/-}}
+named=$named${store:+_$store}${u:+_u$u}
 for part in "$@"; do
   echo "=== $part $(date +%T)"
   IFS=_ read -r re d cap average box outlet <<< "$part"
@@ -24,5 +27,6 @@ for part in "$@"; do
   timeout $((cap + 60)) python3 -m thelma_py.tools.flows sphere$re --d "$d" --schemes "$scheme" \
     --kick 0.2 --transient 10 --average "$average" --max-seconds "$cap" --inlet characteristic \
     --outlet "$outlet" --tag "${named}_char_d$d${box:+_box${box//,/x}}_$outlet" \
-    ${box:+--box "$box"} ${c_s:+--c-s "$c_s"} ${stations:+--stations "$stations"} $on 2>&1 | grep -v Warning
+    ${box:+--box "$box"} ${c_s:+--c-s "$c_s"} ${stations:+--stations "$stations"} \
+    ${store:+--store "$store"} ${u:+--u "$u"} $on 2>&1 | grep -v Warning
 done

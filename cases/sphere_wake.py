@@ -76,7 +76,7 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
           device: str = "auto", precision: str = "float64", inlet: str = "equilibrium",
           outlet: str = "equilibrium", compute: str = "lbm",
           interpolated: bool = True, kick: float = 0.0, probes: bool = True,
-          stations: tuple[float, ...] = WAKE_STATIONS) -> tp.Solver:
+          stations: tuple[float, ...] = WAKE_STATIONS, store: str = "fp32") -> tp.Solver:
     """The sphere channel (module docstring) at ``reynolds`` = U d / ν; ``collision``, ``les``
     and ``lattice`` go to the compute plug-in as given (cumulant: lattice D3Q27; ``compute``
     'lwacm' or 'lwacm-fused' takes no collision); ``inlet`` and ``outlet`` are the kinds of
@@ -89,7 +89,9 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     z) in the slab 0.5 d to 3 d behind the sphere's centre, so that an asymmetric wake does
     not have to grow from round-off (Re > 210); it is swept out within a few d/U. ``probes``:
     record the wake velocity at :func:`wake_points` (in memory, :func:`probe_series`), on rings
-    ``stations`` d behind the centre (those inside the box)."""
+    ``stations`` d behind the centre (those inside the box). ``store`` 'fp16s' or 'fp16c' keeps
+    LBM's populations in 16 bits (float32 arithmetic, half the memory traffic: a finer sphere
+    in the same time; docs/validation/store16.md)."""
     nu = u * d / reynolds
     tp.units.check_mach(u)
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
@@ -115,6 +117,8 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     extra = {"les": les} if les is not None else {}
     if compute == "lbm":
         extra["collision"] = collision
+    if store != "fp32":
+        extra["store"] = store
     plugin = tp.plugin("compute", compute, nu=nu, **extra)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=_start(u, kick, centre[0], d))
     return tp.compose(lattice, geometry, plugin, init=init, results=[history, *wake, *results],

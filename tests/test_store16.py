@@ -137,6 +137,7 @@ def test_checkpoint_records_the_store_and_refuses_another():
     assert np.array_equal(make["fp32"].f, state["f"])
 
 
+K17 = {"name": "cumulant", "parametrized": True, "limiter": 0.01}
 HOST_CASES = [("D2Q9", "bgk", "pull", "fp16s"), ("D2Q9", "trt", "pull", "fp16c"),
               ("D2Q9", "mrt", "push", "fp16c"), ("D2Q9", "bgk", "aa", "fp16s"),
               ("D3Q19", "bgk", "pull", "fp16c"), ("D3Q19", "trt", "aa", "fp16c"),
@@ -146,7 +147,11 @@ OPEN_CASES = [("D2Q9", "trt", "pull", "fp16c", "zou-he"), ("D2Q9", "mrt", "push"
               ("D2Q9", "bgk", "aa", "fp16c", "equilibrium"), ("D2Q9", "trt", "pull", "fp16s",
                                                               "curved"),
               ("D3Q19", "mrt", "pull", "fp16c", "curved"), ("D3Q19", "bgk", "pull", "fp16s",
-                                                           "neighbour")]
+                                                           "neighbour"),
+              # what the sphere at Re 10 000 runs: the parametrized cumulant with its limiter
+              # past a curved body, and between characteristic faces
+              ("D3Q27", K17, "pull", "fp16s", "curved"),
+              ("D3Q27", K17, "pull", "fp16c", "characteristic")]
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
@@ -168,9 +173,13 @@ def test_host_cuda_16bit_equals_numpy(host_gpu, lattice_name, collision, scheme,
 def test_host_cuda_16bit_open_boundaries_and_curved_bodies_equal_numpy(
         host_gpu, lattice_name, collision, scheme, store, geometry):
     """Open faces (Zou-He, equilibrium, outflow and free slip) and interpolated bodies read
-    neighbour populations through the decode: the same bound."""
+    neighbour populations through the decode: the same bound. D3Q27's C and NumPy fp32
+    arithmetic differ in a last bit now and then, and each flipped rounding spreads: after 13
+    steps 97 % of the K17 cumulant's populations (72 % of BGK's) are identical and the largest
+    difference is 0.65 of a step, so there only the bound is asserted."""
+    exact = None if lattice_name == "D3Q27" else 0.995
     assert_16bit_equals_numpy(host_gpu, lattice_name, collision, scheme, store, (7, 6),
-                              geometry=geometry)
+                              geometry=geometry, exact_fraction=exact)
 
 
 GPU_CASES = [(lat, coll, scheme, store) for lat, coll in (("D2Q9", "mrt"), ("D3Q19", "bgk"),

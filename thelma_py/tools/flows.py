@@ -453,6 +453,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stations", default=None,
                         help="sphere: the wake rings' distances behind the centre in d "
                              "(default 1,2,3,5)")
+    parser.add_argument("--store", default=None,
+                        help="sphere: LBM population storage (fp32, fp16s, fp16c)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
@@ -492,7 +494,8 @@ def main(argv: list[str] | None = None) -> None:
     case = {} if args.box is None else dict(zip(("length", "width", "upstream"),
                                                (float(v) for v in args.box.split(",")),
                                                strict=True))
-    case.update({k: v for k, v in (("inlet", args.inlet), ("outlet", args.outlet)) if v})
+    case.update({k: v for k, v in (("inlet", args.inlet), ("outlet", args.outlet),
+                                   ("store", args.store)) if v})
     if args.stations:
         case["stations"] = tuple(float(v) for v in args.stations.split(","))
     name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"

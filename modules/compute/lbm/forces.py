@@ -99,9 +99,11 @@ class MomentumExchange:
                                    0.0 if term is None else term)
 
     def __call__(self, f_post) -> dict[int, np.ndarray]:
-        """{body id: force (D,) as float64 host array} for the populations f* (Q, *S)."""
+        """{body id: force (D,) as float64 host array} for the populations f* (Q, *S), or
+        rows to gather from (``f_post[i][index]``: a 16-bit engine's
+        :meth:`~.cuda.CudaLbm.population_rows`)."""
         q, d = self.lattice.q, self.lattice.d
-        flat = f_post.reshape(q, -1)
+        flat = f_post.reshape(q, -1) if hasattr(f_post, "reshape") else f_post
         opposite = self.lattice.opposite
         out = {}
         for body in self.bodies:
@@ -144,7 +146,10 @@ def forces(engine, bodies=None) -> dict[int, np.ndarray]:
         engine._momentum_exchange = exchange
     if box is not None and exchange.reads_ghosts:
         engine.refresh_ghosts()  # x + c_i of interpolated links: the neighbour's current f*
-    f_post = local.canonical() if hasattr(local, "canonical") else local.f
+    if hasattr(local, "population_rows"):  # 16-bit LBM: decoded at the links only
+        f_post = local.population_rows()
+    else:
+        f_post = local.canonical() if hasattr(local, "canonical") else local.f
     result = exchange(f_post)
     if box is not None:
         result = _sum_over_ranks(box.cart, result, len(local.tags.bc_table), local.lattice.d)

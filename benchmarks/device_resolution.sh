@@ -3,7 +3,8 @@
 # characteristic (docs/validation/flows.md, section 3, session 14).
 #   bash benchmarks/device_resolution.sh re3700_d40_320 re10000_d32_185 re3700_d48_520_60
 # reRE_dD[_SECONDS[_AVERAGE]]: cumulant D3Q27, diameter D nodes (box 15d x 7d x 7d), side
-#   kick, 10 + AVERAGE d/U (default 100), stepping capped at SECONDS (default 330).
+#   kick, 10 + AVERAGE d/U (default 100), stepping capped at SECONDS (default 330; the build
+#   of the box comes on top: about 1 s per million nodes, hence the timeout of SECONDS + 180).
 # A seventh field names the outlet kind (default characteristic; the runs before it was added
 #   carry no such suffix), e.g. outflow (zero
 #   gradient): re3700_d32_185_80_15,7,4_outflow.
@@ -24,7 +25,7 @@ for part in "$@"; do
   echo "=== $part $(date +%T)"
   IFS=_ read -r re d cap average box outlet <<< "$part"
   re=${re#re}; d=${d#d}; cap=${cap:-330}; average=${average:-100}; outlet=${outlet:-characteristic}
-  timeout $((cap + 60)) python3 -m thelma_py.tools.flows sphere$re --d "$d" --schemes "$scheme" \
+  timeout $((cap + 180)) python3 -m thelma_py.tools.flows sphere$re --d "$d" --schemes "$scheme" \
     --kick 0.2 --transient 10 --average "$average" --max-seconds "$cap" --inlet characteristic \
     --outlet "$outlet" --tag "${named}_char_d$d${box:+_box${box//,/x}}_$outlet" \
     ${box:+--box "$box"} ${c_s:+--c-s "$c_s"} ${stations:+--stations "$stations"} \

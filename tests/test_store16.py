@@ -545,3 +545,36 @@ def test_host_cuda_16bit_forces_decode_only_the_links(host_gpu, monkeypatch, sch
         np.testing.assert_array_equal(on_gpu[body], whole[body])
         np.testing.assert_allclose(on_gpu[body], on_cpu[body], rtol=1e-3, atol=1e-6)
     assert np.abs(on_gpu[2]).max() > 1e-3  # the sphere moves through a random state
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, monkeypatch):
+    """ρ and u at a few nodes of a 16-bit pull engine come from those nodes' codes alone (the
+    sphere's wake rings were decoding the whole state every 44 steps) and equal the whole
+    fields' values there bit for bit, u = 0 at a solid node included; the NumPy engine's
+    within 16-bit rounding."""
+    from tests.test_sparse import GEOMETRIES
+
+    lattice = LATTICES["D3Q19"]
+    tags = GEOMETRIES["curved"](lattice).evaluate(lattice)
+    params = Lbm(nu=0.04, collision="trt", store="fp16s", force=(2e-5, -1e-5, 1e-5))
+    f = random_state(lattice, tags.tags.shape, np.float32)
+    cpu, gpu = (params.create(lattice, tags, b, np.dtype(np.float32))
+                for b in (select_backend("cpu"), host_gpu))
+    for engine in (cpu, gpu):
+        engine.load_state({"f": f})
+        engine.step(4)
+    solid = np.argwhere(tags.solid)[0]
+    index = tuple(np.array([2, 5, 9, solid[a]], dtype=np.intp) for a in range(3))
+    assert tags.solid[tuple(k[-1] for k in index)]
+    monkeypatch.setattr(type(gpu), "_canonical_population",
+                        lambda self, i: pytest.fail("whole population decoded"))
+    rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(index))
+    monkeypatch.undo()
+    rho_all, u_all = (host_gpu.to_host(a) for a in gpu.macroscopic())
+    np.testing.assert_array_equal(rho, rho_all[index])
+    np.testing.assert_array_equal(u, u_all[(slice(None), *index)])
+    assert (u[:, -1] == 0).all() and (u[:, :-1] != 0).all()
+    rho_c, u_c = cpu.macroscopic()
+    np.testing.assert_allclose(rho, rho_c[index], atol=1e-4)
+    np.testing.assert_allclose(u, u_c[(slice(None), *index)], atol=1e-4)

@@ -58,10 +58,15 @@ def _local_index(solver, point: tuple[int, ...], who: str) -> tuple[int, ...] | 
 
 def sample(solver, index: tuple, fields: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Host values of ``fields`` at an array index of the node arrays (u gives ux, uy[, uz])."""
-    rho, u = solver.engine.macroscopic()
+    at = getattr(solver.engine, "macroscopic_at", None)  # 16-bit LBM: only these nodes
+    if at is None:
+        rho, u = solver.engine.macroscopic()
+        rho, u = rho[index], u[(slice(None), *index)]
+    else:
+        rho, u = at(index)
     host = solver.backend.to_host
-    r = np.asarray(host(rho[index]), dtype=np.float64)
-    v = np.asarray(host(u[(slice(None), *index)]), dtype=np.float64)
+    r = np.asarray(host(rho), dtype=np.float64)
+    v = np.asarray(host(u), dtype=np.float64)
     out = {}
     for name in fields:
         if name == "rho":

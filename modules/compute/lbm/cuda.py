@@ -279,15 +279,35 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             self._fields = self._fields_from_store()
         return self._fields
 
+    def macroscopic_at(self, index: tuple):
+        """ρ and u at the nodes ``index`` (a tuple of index arrays into the node arrays): in
+        16-bit storage from the codes of those nodes alone (pull; the values
+        :meth:`macroscopic` gives there, bit for bit), so that a few probes cost no decode of
+        the whole state."""
+        if (not self.lean or self._fields is not None or self.scheme != "pull"
+                or any(isinstance(k, slice) for k in index)):
+            rho, u = self.macroscopic()
+            return rho[index], u[(slice(None), *index)]
+        flat = np.ravel_multi_index(index, self.shape)
+        rows = self.population_rows()
+        at = self.cp.asarray(flat)
+        solid = np.flatnonzero(np.isin(flat, self.backend.to_host(self.solid_index)))
+        return self._fields_from(lambda i: rows[i][at], flat.shape, solid)
+
     def _fields_from_store(self):
         """ρ = Σ f*_i and u = Σ c_i f*_i / ρ (− g/2 with a force; 0 at solid nodes) from the
         held populations, one population at a time (temporaries: two fp32 fields, and the
         decoding done in slabs of planes)."""
+        return self._fields_from(self._canonical_population, self.shape, self.solid_index)
+
+    def _fields_from(self, population, shape: tuple, solid):
+        """ρ, u of :meth:`_fields_from_store` from ``population(i)`` (f*_i, shaped
+        ``shape``); ``solid``: the flat positions whose u is 0."""
         xp, lat = self.cp, self.lattice
-        rho = xp.zeros(self.shape, dtype=self.dtype)
-        u = xp.zeros((lat.d, *self.shape), dtype=self.dtype)
+        rho = xp.zeros(shape, dtype=self.dtype)
+        u = xp.zeros((lat.d, *shape), dtype=self.dtype)
         for i in range(lat.q):
-            f_i = self._canonical_population(i)
+            f_i = population(i)
             rho += f_i
             for a, c in enumerate(lat.c[i].tolist()):
                 if c:
@@ -297,7 +317,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         if self.params.force is not None:
             for a, g in enumerate(self.params.force):
                 u[a] -= self.dtype.type(0.5 * g)
-        u.reshape(lat.d, -1)[:, self.solid_index] = 0
+        u.reshape(lat.d, -1)[:, solid] = 0
         return rho, u
 
     def _canonical_population(self, i: int):

@@ -106,9 +106,10 @@ SPHERE_REFERENCE = {
            "source": "Rodríguez, Borell, Lehmkuhl, Pérez Segarra & Oliva (2011), J. Fluid "
                      "Mech. 679, 263-287, DNS"},
     10000: {"c_D": 0.40, "St": 0.195,
-            "source": "c_D: Achenbach (1972), J. Fluid Mech. 54, 565-575, experiments "
-                      "(read from the figure); St: Yun, Kim & Choi (2006), Phys. Fluids 18, "
-                      "015102, LES"},
+            "source": "c_D: the standard drag curve of smooth spheres (Schlichting's "
+                      "compilation; F. A. Morrison's 2010 correlation of it gives 0.394); St: "
+                      "Yun, Kim & Choi (2006), Phys. Fluids 18, 015102, LES (not checked "
+                      "against the paper)"},
 }
 """Published mean drag and Strouhal numbers (see docs/validation/flows.md for how sure)."""
 

@@ -578,3 +578,11 @@ def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, monkeypatch):
     rho_c, u_c = cpu.macroscopic()
     np.testing.assert_allclose(rho, rho_c[index], atol=1e-4)
     np.testing.assert_allclose(u, u_c[(slice(None), *index)], atol=1e-4)
+    gpu._fields = None  # a profile's line (ints and a slice) and a plane, from their codes
+    for line in ((solid[0], slice(None), solid[2]), (slice(2, 9), 4, slice(None))):
+        monkeypatch.setattr(type(gpu), "_canonical_population",
+                            lambda self, i: pytest.fail("whole population decoded"))
+        rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(line))
+        monkeypatch.undo()
+        np.testing.assert_array_equal(rho, rho_all[line])
+        np.testing.assert_array_equal(u, u_all[(slice(None), *line)])

@@ -280,15 +280,14 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         return self._fields
 
     def macroscopic_at(self, index: tuple):
-        """ρ and u at the nodes ``index`` (a tuple of index arrays into the node arrays): in
-        16-bit storage from the codes of those nodes alone (pull; the values
-        :meth:`macroscopic` gives there, bit for bit), so that a few probes cost no decode of
-        the whole state."""
-        if (not self.lean or self._fields is not None or self.scheme != "pull"
-                or any(isinstance(k, slice) for k in index)):
+        """ρ and u at the nodes ``index`` (a tuple of index arrays, or of ints and slices, into
+        the node arrays: the probes' points, a profile's line): in 16-bit storage from the
+        codes of those nodes alone (pull; the values :meth:`macroscopic` gives there, bit for
+        bit), so that a few probes cost no decode of the whole state."""
+        if not self.lean or self._fields is not None or self.scheme != "pull":
             rho, u = self.macroscopic()
             return rho[index], u[(slice(None), *index)]
-        flat = np.ravel_multi_index(index, self.shape)
+        flat = np.ravel_multi_index(_index_arrays(index, self.shape), self.shape)
         rows = self.population_rows()
         at = self.cp.asarray(flat)
         solid = np.flatnonzero(np.isin(flat, self.backend.to_host(self.solid_index)))
@@ -432,6 +431,17 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         if not self.lean:
             self.rho.fill(np.nan)
             self.u.fill(np.nan)
+
+
+def _index_arrays(index: tuple, shape: tuple) -> tuple:
+    """``index`` with its slices spelled out: index arrays that pick the nodes ``a[index]``
+    picks, in the same shape (ints drop their axis, slices keep theirs)."""
+    if not any(isinstance(k, slice) for k in index):
+        return index
+    axes = [np.arange(n)[k] if isinstance(k, slice) else np.array([k])
+            for k, n in zip(index, shape, strict=True)]
+    kept = tuple(len(a) for a, k in zip(axes, index, strict=True) if isinstance(k, slice))
+    return tuple(a.reshape(kept) for a in np.broadcast_arrays(*np.ix_(*axes)))
 
 
 class _DecodedRows:

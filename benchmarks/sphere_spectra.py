@@ -67,6 +67,8 @@ def main() -> None:
     parser.add_argument("--transient", type=float, default=10.0,
                         help="d/U left out at the start of each run")
     parser.add_argument("--title", default="Sphere, Re 3700, d = 32, cumulant")
+    parser.add_argument("--reference", default="0.215:DNS",
+                        help="ST[:SOURCE] of the dashed line (Re 10 000: 0.195:LES)")
     parser.add_argument("--rings", default="1,3,5",
                         help="rings (d behind the centre) whose side motion gets a panel")
     args = parser.parse_args()
@@ -76,6 +78,8 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     rings = tuple(int(r) for r in args.rings.split(","))
+    value, _, source = args.reference.partition(":")
+    reference = float(value)
     count = len(rings) + 1
     columns = count if count <= 4 else (count + 1) // 2
     rows = -(-count // columns)
@@ -92,7 +96,7 @@ def main() -> None:
             ax.semilogy(st, power, lw=1, label=label or Path(path).stem)
             ax.set_title(title)
     for ax in axes:
-        ax.axvline(0.215, color="k", ls="--", lw=0.8)
+        ax.axvline(reference, color="k", ls="--", lw=0.8)
         ax.set_xlim(0.1, 1.2)
         ax.set_ylim(1e-3, 1.5)
         ax.set_xlabel("St = f d / U")
@@ -100,7 +104,7 @@ def main() -> None:
         ax.set_ylabel("power (largest above St 0.1 = 1)")
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{args.title}: wake rings 0.6 d off the axis, after {args.transient:g} d/U "
-                 "(dashed: DNS shedding St 0.215)")
+                 f"(dashed: {source or 'reference'} shedding St {reference:g})")
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")

@@ -118,6 +118,10 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     if compute == "lbm":
         extra["collision"] = collision
     if store != "fp32":
+        if compute not in ("lbm", "lwacm-fused"):
+            raise ValueError(f"store={store!r} is for compute 'lbm' (16-bit populations) or "
+                             f"'lwacm-fused' (16-bit records), not {compute!r}; use "
+                             f"store='fp32'")
         extra["store"] = store
     plugin = tp.plugin("compute", compute, nu=nu, **extra)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=_start(u, kick, centre[0], d))

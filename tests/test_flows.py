@@ -289,6 +289,29 @@ def test_sphere_outlet_kinds():
         assert np.isfinite(sphere_wake.force_series(solver)["c_D"]).all()
 
 
+def test_sphere_store_reaches_the_populations():
+    """store='fp16s' gives the plug-in 16-bit populations (every f* a decoded code, f − w
+    within binary16's steps) and the run's drag follows the fp32 run's; a scheme without
+    16-bit storage is refused in one line."""
+    from thelma_py.store16 import round_trip, weights
+
+    drags = {}
+    for store in ("fp32", "fp16s"):
+        solver = sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2,
+                                   collision="trt", device="cpu", precision="float32",
+                                   store=store)
+        solver.run(30)
+        f = solver.engine.f
+        assert (store == "fp16s") == bool(np.array_equal(
+            f, round_trip("fp16s", f, weights(solver.lattice)))), store
+        drags[store] = sphere_wake.force_series(solver)["c_D"][-1]
+    assert drags["fp16s"] == pytest.approx(drags["fp32"], rel=0.02) and drags["fp32"] > 0.5
+    with pytest.raises(ValueError, match="store='fp16s' is for compute 'lbm'") as error:
+        sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2, device="cpu",
+                          compute="lwacm", interpolated=False, store="fp16s")
+    assert "\n" not in str(error.value)
+
+
 @pytest.mark.slow
 def test_tgv_driver_follows_the_dns_to_t5():
     """LBM MRT at 32³, Re = 1600, to t* = 5 (before the breakdown at t* ≈ 7): E_k within 4 %

@@ -4,7 +4,7 @@
 #   bash benchmarks/device_resolution.sh re3700_d40_320 re10000_d32_185 re3700_d48_520_60
 # reRE_dD[_SECONDS[_AVERAGE]]: cumulant D3Q27, diameter D nodes (box 15d x 7d x 7d), side
 #   kick, 10 + AVERAGE d/U (default 100), stepping capped at SECONDS (default 330; the build
-#   of the box comes on top: about 1 s per million nodes, hence the timeout of SECONDS + 180).
+#   of the box comes on top: 0.5-1 s per million nodes, hence the timeout of SECONDS + 180).
 # A seventh field names the outlet kind (default characteristic; the runs before it was added
 #   carry no such suffix), e.g. outflow (zero
 #   gradient): re3700_d32_185_80_15,7,4_outflow.

@@ -35,6 +35,7 @@ from thelma_py.store16 import (
     to_codes,
     weights,
 )
+from thelma_py.tags import SOLID_KINDS
 
 INIT_SLAB_NODES = 1 << 24
 """Nodes per slab when populations are initialised (bounds the temporaries to a few slabs)."""
@@ -240,7 +241,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         force costs no full-size decode (a 129 M-node D3Q27 sphere would need 28 GB more)."""
         if self.store == "fp32":
             return self.canonical().reshape(self.lattice.q, -1)
-        return _DecodedRows(self)
+        return [_DecodedRow(self, i) for i in range(self.lattice.q)]
 
     def state(self) -> dict[str, np.ndarray]:
         state = {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
@@ -290,7 +291,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         flat = np.ravel_multi_index(_index_arrays(index, self.shape), self.shape)
         rows = self.population_rows()
         at = self.cp.asarray(flat)
-        solid = np.flatnonzero(np.isin(flat, self.backend.to_host(self.solid_index)))
+        kinds = self.tags.kind.reshape(-1)[flat]  # host tags (decoded once): no copy back
+        solid = np.flatnonzero(np.isin(kinds, [int(k) for k in SOLID_KINDS]))
         return self._fields_from(lambda i: rows[i][at], flat.shape, solid)
 
     def _fields_from_store(self):
@@ -444,20 +446,10 @@ def _index_arrays(index: tuple, shape: tuple) -> tuple:
     return tuple(a.reshape(kept) for a in np.broadcast_arrays(*np.ix_(*axes)))
 
 
-class _DecodedRows:
-    """The post-collision populations of a 16-bit :class:`CudaLbm`, decoded where read
-    (:meth:`CudaLbm.population_rows`)."""
-
-    def __init__(self, engine: CudaLbm):
-        self.engine = engine
-
-    def __getitem__(self, i: int) -> _DecodedRow:
-        return _DecodedRow(self.engine, int(i))
-
-
 class _DecodedRow:
-    """f*_i of a 16-bit engine: ``row[index]`` decodes the gathered codes (pull) or gathers
-    from population i decoded alone (push, AA)."""
+    """f*_i of a 16-bit :class:`CudaLbm`, decoded where read (:meth:`CudaLbm.population_rows`):
+    ``row[index]`` decodes the gathered codes (pull) or gathers from population i decoded alone
+    (push, AA)."""
 
     def __init__(self, engine: CudaLbm, i: int):
         self.engine, self.i = engine, i

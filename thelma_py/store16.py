@@ -195,8 +195,9 @@ __device__ __forceinline__ unsigned short pop_encode_sr(float x, unsigned r)
 
 
 def decode(fmt: Format16, code, xp=np):
-    """Float32 values of codes (exact); ``xp`` as in :func:`encode`."""
-    h = code.astype(np.int64)
+    """Float32 values of codes (exact); ``xp`` as in :func:`encode`. Works in uint32 (4 bytes
+    a code for each temporary): every intermediate, the sign at bit 31 included, fits."""
+    h = code.astype(np.uint32)
     e = (h >> fmt.man_bits) & fmt.exp_max
     m = h & ((1 << fmt.man_bits) - 1)
     bits = xp.where(e == fmt.exp_max, 0x7F800000 | (m << fmt.shift),

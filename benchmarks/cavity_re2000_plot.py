@@ -11,10 +11,11 @@ to LBM MRT at the same resolution.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
+
+from thelma_py.files import read_json
 
 COLOURS = {"lbm-mrt": "tab:blue", "lwacm": "tab:orange", "lwacm-fused": "tab:green"}
 LABELS = {"lbm-mrt": "LBM MRT", "lwacm": "LW-ACM two-step", "lwacm-fused": "LW-ACM single-step"}
@@ -99,7 +100,7 @@ def main() -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--png", type=Path)
     args = parser.parse_args()
-    data = json.loads(args.data.read_text())
+    data = read_json(args.data)
     if "reference_run" in data:
         ref = data["reference_run"]
         print(f"reference {data['reference']}: {ref['seconds']:.1f} s, {ref['mlups']:.0f} MLUPS")

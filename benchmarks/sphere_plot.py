@@ -14,11 +14,11 @@ keeps), so runs made with different transients compare alike; the rings' own pea
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
+from thelma_py.files import read_json
 from thelma_py.tools import flows
 
 
@@ -48,8 +48,8 @@ def main() -> None:
     parser.add_argument("--no-figure", action="store_true")
     args = parser.parse_args()
     files = [f for p in args.paths
-             for f in (sorted(p.glob("flows_sphere*.json")) if p.is_dir() else [p])]
-    runs = [r for path in files for r in json.loads(path.read_text())["runs"]]
+             for f in (sorted(p.glob("flows_sphere*.json*")) if p.is_dir() else [p])]
+    runs = [r for path in files for r in read_json(path)["runs"]]
     if args.transient is not None:
         runs = [r if "error" in r else remeasured(r, args.transient) for r in runs]
     print("| Re | scheme | d | c_D | ref | St | ref | rings (d behind the centre) | averaged "

@@ -14,12 +14,12 @@ standing sound waves show there as sharp lines at (2m + 1) c_s d / (4 L U)). Wel
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
 from thelma_py.cases import sphere_wake
+from thelma_py.files import read_json
 
 SEGMENT = 25.0
 """Welch segment length, in d/U."""
@@ -90,7 +90,7 @@ def main() -> None:
         spare.remove()
     for item in args.runs:
         path, _, label = item.partition(":")
-        run = json.loads(Path(path).read_text())["runs"][0]
+        run = read_json(path)["runs"][0]
         spectra = panels(run, args.transient, rings)
         for ax, (title, (st, power)) in zip(axes, spectra.items(), strict=True):
             ax.semilogy(st, power, lw=1, label=label or Path(path).stem)

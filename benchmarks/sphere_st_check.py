@@ -13,12 +13,12 @@ line the wake really has shows in all of them; a peak picked from a broad spectr
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
 from thelma_py.cases import sphere_wake
+from thelma_py.files import read_json
 
 BAND = sphere_wake.SHEDDING_BAND
 
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--transient", type=float, default=25.0)
     args = parser.parse_args()
     for path in args.runs:
-        for run in json.loads(path.read_text())["runs"]:
+        for run in read_json(path)["runs"]:
             print(f"{path.name}: Re {run['reynolds']:g} {run['scheme']} d={run['d']}")
             for at, readings in ring_readings(run, args.transient).items():
                 print(f"  {at:4.1f} d: " + ", ".join(f"{k} {v:.3f}" for k, v in readings.items()))

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import csv
 import errno
+import gzip
 import io
 
 import numpy as np
 import pytest
 
 import thelma_py as tp
-from thelma_py.files import OutputDirectoryError
+from thelma_py.files import OutputDirectoryError, read_json
 from thelma_py.lattice import D2Q9
 from thelma_py.modules.compute.lbm.collision import collision_models
 from thelma_py.modules.results.derived import vorticity
@@ -313,3 +314,14 @@ def test_node_kind_is_decoded_once_per_solver():
     assert solver.tags.kind is first and solver.fields()["kind"] is first
     np.testing.assert_array_equal(first, solver.tags.layout.kind(solver.tags.tags))
     assert first.dtype == np.uint8 and set(np.unique(first)) == {1}
+
+
+def test_read_json_opens_plain_and_gzip_compressed_data_files(tmp_path):
+    # benchmarks/data keeps the long sphere series gzip-compressed; both forms read the same
+    text = '{"runs": [{"c_D": 0.401, "series": [1, 2, 3]}]}'
+    (tmp_path / "run.json").write_text(text)
+    with gzip.open(tmp_path / "run.json.gz", "wt") as stream:
+        stream.write(text)
+    expected = {"runs": [{"c_D": 0.401, "series": [1, 2, 3]}]}
+    assert read_json(tmp_path / "run.json") == expected
+    assert read_json(str(tmp_path / "run.json.gz")) == expected

@@ -1,4 +1,5 @@
-"""File helpers: writable output directories and atomic writes (checkpoints, results plug-ins).
+"""File helpers: writable output directories, atomic writes (checkpoints, results plug-ins), and
+reading the JSON data files the benchmarks keep (gzip-compressed where large).
 
 A reader (ParaView, a plotting script, a second process tailing a run) must never see a
 half-written file. Every file is therefore written under a temporary name in its target directory
@@ -8,6 +9,8 @@ and moved into place with :func:`os.replace`, which is atomic on POSIX and Windo
 from __future__ import annotations
 
 import contextlib
+import gzip
+import json
 import os
 import tempfile
 import uuid
@@ -62,3 +65,12 @@ def atomic_write_text(target: str | os.PathLike, text: str) -> None:
     """Write ``text`` (UTF-8) to ``target`` atomically."""
     with atomic_path(target) as temporary:
         temporary.write_text(text, encoding="utf-8")
+
+
+def read_json(path: str | os.PathLike):
+    """The JSON value in ``path``; a name ending in ``.gz`` is read through gzip (the long
+    force and probe series of the sphere runs are kept so in ``benchmarks/data``)."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as stream:
+        return json.load(stream)

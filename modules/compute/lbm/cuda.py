@@ -241,7 +241,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         force costs no full-size decode (a 129 M-node D3Q27 sphere would need 28 GB more)."""
         if self.store == "fp32":
             return self.canonical().reshape(self.lattice.q, -1)
-        return [_DecodedRow(self, i) for i in range(self.lattice.q)]
+        return _DecodedPopulations(self)
 
     def state(self) -> dict[str, np.ndarray]:
         state = {"f": self.canonical().get(), "held": self.buffers[self.current].get(),
@@ -289,11 +289,13 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             rho, u = self.macroscopic()
             return rho[index], u[(slice(None), *index)]
         flat = np.ravel_multi_index(_index_arrays(index, self.shape), self.shape)
-        rows = self.population_rows()
-        at = self.cp.asarray(flat)
+        every = int(np.prod(self.shape))
+        positions = np.arange(self.lattice.q)[:, None] * every + flat.reshape(1, -1)
+        values = self.population_rows().take_flat(self.cp.asarray(positions.reshape(-1)))
+        values = values.reshape(self.lattice.q, *flat.shape)  # one gather, one decode
         kinds = self.tags.kind.reshape(-1)[flat]  # host tags (decoded once): no copy back
         solid = np.flatnonzero(np.isin(kinds, [int(k) for k in SOLID_KINDS]))
-        return self._fields_from(lambda i: rows[i][at], flat.shape, solid)
+        return self._fields_from(lambda i: values[i], flat.shape, solid)
 
     def _fields_from_store(self):
         """ρ = Σ f*_i and u = Σ c_i f*_i / ρ (− g/2 with a force; 0 at solid nodes) from the
@@ -444,6 +446,37 @@ def _index_arrays(index: tuple, shape: tuple) -> tuple:
             for k, n in zip(index, shape, strict=True)]
     kept = tuple(len(a) for a, k in zip(axes, index, strict=True) if isinstance(k, slice))
     return tuple(a.reshape(kept) for a in np.broadcast_arrays(*np.ix_(*axes)))
+
+
+class _DecodedPopulations:
+    """f* of a 16-bit :class:`CudaLbm`, decoded where read (:meth:`CudaLbm.population_rows`):
+    ``take_flat(positions)`` gives f*_p(x) at flat positions p N + x of the (Q N) state, from
+    those codes alone (pull: one gather, one decode) or from one population decoded at a time
+    (push, AA); ``[i]`` is population i as a :class:`_DecodedRow`."""
+
+    def __init__(self, engine: CudaLbm):
+        self.engine = engine
+
+    def __getitem__(self, i: int) -> _DecodedRow:
+        return _DecodedRow(self.engine, i)
+
+    def __len__(self) -> int:
+        return self.engine.lattice.q
+
+    def take_flat(self, positions):
+        e, cp = self.engine, self.engine.cp
+        every = int(np.prod(e.shape))
+        population = positions // every
+        if e.scheme == "pull":
+            weights = cp.asarray(np.asarray(e.lattice.w, dtype=np.float32))
+            codes = e.buffers[e.current].reshape(-1)[positions]
+            return from_codes(e.store, codes, weights[population], cp)
+        out = cp.empty(positions.shape, dtype=np.float32)
+        for p in np.unique(population.get()):
+            chosen = population == int(p)
+            out[chosen] = e._canonical_population(int(p)).reshape(-1)[
+                positions[chosen] - int(p) * every]
+        return out
 
 
 class _DecodedRow:

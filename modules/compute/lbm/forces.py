@@ -86,10 +86,30 @@ class MomentumExchange:
                 sel = keep & (body == b)
                 self.links.setdefault(int(b), []).append(
                     (i, xp.asarray(flat[sel]), xp.asarray(term[sel].astype(dtype))))
+        self.nodes = int(np.prod(shape))
+        opposite = lattice.opposite
+        self.straight = {b: (self._pairs([(opposite[i], index) for i, index, _ in rows]),
+                             xp.concatenate([term for _, _, term in rows]),
+                             self._directions([(i, len(index)) for i, index, _ in rows]))
+                         for b, rows in self.links.items()}
+        """body -> (where f*_ī(x) lies in the flat (Q N) state, Ladd's terms, c_i) of its
+        links that bounce halfway, every direction in one array."""
+        self._bounced: dict[int, tuple] = {}
 
     @property
     def bodies(self) -> list[int]:
         return sorted(set(self.links) | set(self.curved))
+
+    def _pairs(self, pairs) -> object:
+        """Flat positions p N + x in the (Q N) state of the populations p at the nodes x, for
+        [(p, x array), ...], as one array."""
+        return self.xp.concatenate([index + p * self.nodes for p, index in pairs])
+
+    def _directions(self, counts) -> object:
+        """c_i (float64) of every link, for [(i, number of links), ...]: (n, D)."""
+        return self.xp.asarray(np.concatenate(
+            [np.repeat(self.lattice.c[i][None].astype(np.float64), n, axis=0)
+             for i, n in counts]))
 
     def curved_return(self, flat, i: int, index, nxt, w, term):
         """The population f_i that the interpolated links ``index`` of direction i receive,
@@ -98,25 +118,58 @@ class MomentumExchange:
         return interpolated_bounce(w, flat[j][index], flat[j][nxt], flat[i][index],
                                    0.0 if term is None else term)
 
+    def curved_sum(self, f_post, take, body: int):
+        """Σ c_i (f*_ī(x) + f_i(x)) (device, float64) over the interpolated links of ``body``:
+        f_i by :func:`.interpolated_bounce`, every direction in one pass. ``take``: values of
+        the flat (Q N) state at flat positions (:func:`_taker`)."""
+        if body not in self._bounced:
+            rows, opposite = self.curved[body], self.lattice.opposite
+            self._bounced[body] = (
+                self._pairs([(opposite[i], index) for i, index, *_ in rows]),
+                self._pairs([(opposite[i], nxt) for i, _, nxt, *_ in rows]),
+                self._pairs([(i, index) for i, index, *_ in rows]),
+                self.xp.concatenate([w for *_, w, _ in rows], axis=1),
+                self.xp.concatenate([self.xp.zeros(len(index), dtype=w.dtype) if term is None
+                                     else term for _, index, _, w, term in rows]),
+                self._directions([(i, len(index)) for i, index, *_ in rows]))
+        bar, bar_next, own, w, term, c = self._bounced[body]
+        sent = take(bar)
+        return _moment(sent + interpolated_bounce(w, sent, take(bar_next), take(own), term), c)
+
     def __call__(self, f_post) -> dict[int, np.ndarray]:
-        """{body id: force (D,) as float64 host array} for the populations f* (Q, *S), or
-        rows to gather from (``f_post[i][index]``: a 16-bit engine's
-        :meth:`~.cuda.CudaLbm.population_rows`)."""
-        q, d = self.lattice.q, self.lattice.d
-        flat = f_post.reshape(q, -1) if hasattr(f_post, "reshape") else f_post
-        opposite = self.lattice.opposite
+        """{body id: force (D,) as float64 host array} for the populations f* (Q, *S), or an
+        object whose ``take_flat(positions)`` gives f* at flat positions of the (Q N) state (a
+        16-bit engine's :meth:`~.cuda.CudaLbm.population_rows`). Each body's links are summed
+        on the device, in float64, and its force comes back in one transfer."""
+        take = _taker(f_post)
         out = {}
         for body in self.bodies:
-            total = np.zeros(d)
-            for i, index, term in self.links.get(body, ()):
-                exchanged = float((2.0 * flat[opposite[i]][index] + term).sum())
-                total -= self.lattice.c[i].astype(np.float64) * exchanged
-            for i, index, nxt, w, term in self.curved.get(body, ()):
-                back = self.curved_return(flat, i, index, nxt, w, term)
-                exchanged = float((flat[opposite[i]][index] + back).sum())
-                total -= self.lattice.c[i].astype(np.float64) * exchanged
-            out[body] = total
+            total = self.xp.zeros(self.lattice.d)
+            if body in self.straight:
+                index, term, c = self.straight[body]
+                total = total + _moment(2.0 * take(index) + term, c)
+            if body in self.curved:
+                total = total + self.curved_sum(f_post, take, body)
+            out[body] = -_host(total)
         return out
+
+
+def _taker(f_post):
+    """f* at flat positions p N + x of the (Q N) state: gathered from a whole state (Q, *S),
+    or the engine's ``take_flat`` (16-bit: only those codes decoded)."""
+    if hasattr(f_post, "take_flat"):
+        return f_post.take_flat
+    flat = f_post.reshape(-1)
+    return lambda positions: flat[positions]
+
+
+def _moment(values, c):
+    """Σ_links c_link values_link in float64: (D,), on the device of ``values``."""
+    return (values.astype(np.float64)[:, None] * c).sum(axis=0)
+
+
+def _host(array) -> np.ndarray:
+    return np.asarray(array.get() if hasattr(array, "get") else array, dtype=np.float64)
 
 
 def forces(engine, bodies=None) -> dict[int, np.ndarray]:

@@ -167,6 +167,17 @@ class LwacmExchange(MomentumExchange):
                 mine.append((i, index, xp.asarray(far[at]), xp.asarray(w[:, at]), None))
             self.curved[body] = mine
 
+    def curved_sum(self, f_post, take, body: int):
+        """Σ c_i (f*_ī(x) + f_i) (device, float64) over the interpolated links of ``body``,
+        one direction at a time (:meth:`curved_return` reads every population at its nodes)."""
+        flat, opposite = f_post.reshape(self.lattice.q, -1), self.lattice.opposite
+        total = self.xp.zeros(self.lattice.d)
+        for i, index, nxt, w, term in self.curved[body]:
+            sent = flat[opposite[i]][index] + self.curved_return(flat, i, index, nxt, w, term)
+            total = total + sent.astype(np.float64).sum() * self.xp.asarray(
+                self.lattice.c[i].astype(np.float64))
+        return total
+
     def curved_return(self, flat, i: int, index, nxt, w, term):
         """f*_i(ρ_g, u_g) of the links ``index`` (their far nodes ``nxt``) from f* (Q, N)."""
         rho, u = node_fields(self.lattice, flat[:, index], self.kappa)

@@ -235,7 +235,8 @@ def module() -> types.ModuleType:
     cp.asarray = asarray
     cp.RawModule = RawModule
     for name in ("empty", "zeros", "ones", "full", "array", "where", "tensordot", "empty_like",
-                 "stack", "moveaxis", "ascontiguousarray", "roll", "isfinite", "concatenate"):
+                 "stack", "moveaxis", "ascontiguousarray", "roll", "isfinite", "concatenate",
+                 "argmax"):
         setattr(cp, name, _wrap(getattr(np, name)))
     cp.cuda = types.SimpleNamespace(get_current_stream=Stream, Stream=Stream, Event=Event)
     return cp

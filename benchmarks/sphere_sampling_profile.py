@@ -4,8 +4,9 @@
     python benchmarks/sphere_sampling_profile.py [--d 32] [--u 0.08] [--store fp16s]
         [--steps 4000] [--scheme cumulant-k17]
 
-Prints the stepping time alone (the same solver, plug-ins not due), the time per sample of each
-plug-in, and the 25 costliest calls by cumulative time. Session 21 found 92-135 s of a 204-396 s
+Prints the build's time and profile, the stepping time alone (the same solver, plug-ins not
+due), the time per sample of each plug-in, and the costliest calls of the run by cumulative
+time. Session 21 found 92-135 s of a 204-396 s
 sphere run outside the stepping (docs/validation/flows.md, section 3, session 21).
 """
 
@@ -31,14 +32,21 @@ def main() -> None:
     parser.add_argument("--scheme", default="cumulant-k17")
     parser.add_argument("--reynolds", type=float, default=10000.0)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--top", type=int, default=25, help="profile lines to print")
     args = parser.parse_args()
     lattice, params = flows.SPHERE_SCHEMES[args.scheme]
+    build = cProfile.Profile()
+    start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        build.enable()
         solver = sphere_wake.build(d=args.d, reynolds=args.reynolds, u=args.u, lattice=lattice,
                                    device=args.device, precision="float32", store=args.store,
                                    inlet="characteristic", outlet="characteristic",
                                    kick=0.2, stations=(1, 2, 3, 5, 7, 9), **params)
+        build.disable()
+    print(f"build: {time.perf_counter() - start:.1f} s for {solver.node_count / 1e6:.1f} M nodes")
+    _print_profile(build, args.top)
     solver.run(100)  # compile and warm up
     sync = solver.backend.synchronize
     every = max(1, round(args.d / (16 * args.u)))  # as sphere_wake.build
@@ -63,8 +71,12 @@ def main() -> None:
     wall = time.perf_counter() - start
     print(f"run({args.steps}): {wall:.2f} s wall, stepping alone would take "
           f"{stepping * args.steps:.2f} s")
+    _print_profile(profile, args.top)
+
+
+def _print_profile(profile: cProfile.Profile, top: int) -> None:
     text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(25)
+    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(top)
     print(text.getvalue())
 
 

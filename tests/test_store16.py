@@ -588,9 +588,7 @@ def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, monkeypatch):
         np.testing.assert_array_equal(u, u_all[(slice(None), *line)])
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-@pytest.mark.filterwarnings("ignore:invalid value encountered")  # the planted NaN, decoded
-def test_host_cuda_16bit_divergence_check_reads_codes_and_names_the_node(host_gpu, monkeypatch):
+def assert_divergence_check_reads_codes(backend, monkeypatch) -> None:
     """The periodic divergence check of a 16-bit engine looks at its codes, without decoding ρ
     and u (0.5 s every 1000 steps at 100 M D3Q27 nodes); one NaN population still stops the
     run with its step and node."""
@@ -601,16 +599,28 @@ def test_host_cuda_16bit_divergence_check_reads_codes_and_names_the_node(host_gp
     lattice = LATTICES["D3Q19"]
     tags = walled_geometry(lattice).evaluate(lattice)  # 37 x 14 x 12
     params = Lbm(nu=0.04, collision="trt", store="fp16s")
-    gpu = params.create(lattice, tags, host_gpu, np.dtype(np.float32))
-    gpu.load_state({"f": random_state(lattice, tags.tags.shape, np.float32)})
-    gpu.step(2)
-    solver = types.SimpleNamespace(engine=gpu, backend=host_gpu, rank_box=None, tags=tags,
+    engine = params.create(lattice, tags, backend, np.dtype(np.float32))
+    engine.load_state({"f": random_state(lattice, tags.tags.shape, np.float32)})
+    engine.step(2)
+    solver = types.SimpleNamespace(engine=engine, backend=backend, rank_box=None, tags=tags,
                                    time_step=2, compute=params)
-    monkeypatch.setattr(type(gpu), "macroscopic", lambda self: pytest.fail("decoded"))
+    monkeypatch.setattr(type(engine), "macroscopic", lambda self: pytest.fail("decoded"))
     check_finite(solver)  # finite codes: no decode
     monkeypatch.undo()
     fmt = FORMATS["fp16s"]
-    gpu.buffers[gpu.current][5][3, 2, 30] = np.uint16(fmt.inf_code | 1)  # NaN: x 30, y 2, z 3
-    gpu._fields = None
+    engine.buffers[engine.current][5][3, 2, 30] = fmt.inf_code | 1  # NaN: x 30, y 2, z 3
+    engine._fields = None
     with pytest.raises(DivergenceError, match=r"step 2, node \(x, y, z\) = \(30, 2, 3\)"):
         check_finite(solver)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # the planted NaN, decoded
+def test_host_cuda_16bit_divergence_check_reads_codes_and_names_the_node(host_gpu, monkeypatch):
+    assert_divergence_check_reads_codes(host_gpu, monkeypatch)
+
+
+@pytest.mark.gpu
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_gpu_16bit_divergence_check_reads_codes_and_names_the_node(monkeypatch):
+    assert_divergence_check_reads_codes(select_backend("cuda"), monkeypatch)

@@ -101,14 +101,7 @@ class Tagger:
         inner = (slice(1, -1),) * self.dim
         solid = halo_solid[inner]
         layout = TagLayout(lattice)
-        # arrays of a node's size, not 8 bytes per node (a 10^9-node domain is built on a host)
-        word = layout.dtype.type
-        links = np.zeros(solid.shape, dtype=layout.dtype)
-        for i in range(1, lattice.q if halo_solid.any() else 1):
-            # upstream node x - c_i, read from the halo array (array axes are reversed)
-            window = tuple(slice(1 - c, 1 - c + n) for c, n in
-                           zip(reversed(lattice.c[i].tolist()), reversed(shape), strict=True))
-            links |= halo_solid[window].astype(layout.dtype) << word(i - 1)
+        links = self.wall_links(lattice, layout, halo_solid, shape)
         links[solid] = 0
         kind = np.where(solid, np.uint8(NodeKind.WALL), np.uint8(NodeKind.FLUID))
         node_bc = halo_bc[inner].copy()
@@ -135,7 +128,7 @@ class Tagger:
             where = (kind == int(NodeKind.FREE_SLIP)) & (slip_mask == mask)
             node_bc = np.where(where, bc, node_bc).astype(np.uint8)
         curved, curved_q = self.curved(lattice, kind == int(NodeKind.FLUID), halo_solid,
-                                        halo_bc, lower, shape)
+                                        halo_bc, lower, links)
         kind.reshape(-1)[curved] = int(NodeKind.INTERPOLATED)
         if not (~halo_solid[inner]).any() and lower == (0,) * self.dim and shape == self.shape:
             raise ValueError("the geometry has no fluid node: every node is inside a wall; "
@@ -172,33 +165,65 @@ class Tagger:
                              f"free-slip edges and corners need {len(masks)})")
         return {mask: len(self.rows) + k for k, mask in enumerate(masks)}
 
+    @staticmethod
+    def wall_links(lattice: Lattice, layout: TagLayout, halo_solid: np.ndarray,
+                   shape: Sequence[int]) -> np.ndarray:
+        """Link masks (bit i − 1: the upstream node x − c_i is solid) of the sub-box's nodes, in
+        the tag word's type. Only the nodes next to a solid one can have a link: they are found
+        with boolean arrays (1 byte a node and direction), and only theirs are assembled in
+        words (a 10^9-node domain is built on a host)."""
+        dim = len(shape)
+        windows = [tuple(slice(1 - c, 1 - c + n) for c, n in
+                         zip(reversed(lattice.c[i].tolist()), reversed(shape), strict=True))
+                   for i in range(1, lattice.q)]
+        near = np.zeros(tuple(reversed(shape)), dtype=bool)
+        for window in windows:
+            near |= halo_solid[window]
+        nodes = np.flatnonzero(near)
+        index = np.unravel_index(nodes, near.shape)
+        words = np.zeros(len(nodes), dtype=layout.dtype)
+        solid = halo_solid.reshape(-1)
+        for i in range(1, lattice.q):
+            # the upstream node x - c_i in the halo array (array axes reversed, offset 1)
+            up = np.ravel_multi_index(tuple(index[k] + 1 - int(lattice.c[i][dim - 1 - k])
+                                            for k in range(dim)), halo_solid.shape)
+            words |= solid[up].astype(layout.dtype) << layout.dtype.type(i - 1)
+        links = np.zeros(near.shape, dtype=layout.dtype)
+        links.reshape(-1)[nodes] = words
+        return links
+
     def curved(self, lattice: Lattice, fluid: np.ndarray, halo_solid: np.ndarray,
-                halo_bc: np.ndarray, lower, shape) -> tuple[np.ndarray, np.ndarray]:
+                halo_bc: np.ndarray, lower, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sorted flat indices, q table) of the fluid nodes with links cut by interpolated
-        bodies (see :attr:`NodeTags.curved_q`)."""
+        bodies (see :attr:`NodeTags.curved_q`), looked for among the fluid nodes with a link
+        (``links``: :meth:`wall_links`)."""
         if not self.interpolated:
             return np.zeros(0, dtype=np.int64), np.zeros((0, lattice.q))
-        coords = [np.broadcast_to(c, fluid.shape).reshape(-1)
-                  for c in self.coords(lower, shape)]
+        dim = self.dim
+        nodes = np.flatnonzero(fluid.reshape(-1) & (links.reshape(-1) != 0))
+        index = np.unravel_index(nodes, fluid.shape)  # array axes: (z, y, x)
+        coords = np.stack([lower[a] + index[dim - 1 - a] for a in range(dim)],
+                          axis=1).astype(np.float64)  # global x, y[, z]
         ids = np.array(sorted(self.interpolated))
+        solid, bc = halo_solid.reshape(-1), halo_bc.reshape(-1)
         cut_q: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for i in range(1, lattice.q):
             c = [int(v) for v in lattice.c[i]]
-            window = tuple(slice(1 - ci, 1 - ci + n) for ci, n in
-                           zip(reversed(c), reversed(shape), strict=True))
-            up_bc = halo_bc[window].reshape(-1)
-            cut = fluid.reshape(-1) & halo_solid[window].reshape(-1) & np.isin(up_bc, ids)
+            up = np.ravel_multi_index(tuple(index[k] + 1 - c[dim - 1 - k] for k in range(dim)),
+                                      halo_solid.shape)
+            up_bc = bc[up]
+            cut = solid[up] & np.isin(up_bc, ids)
             if not cut.any():
                 continue
-            flat = np.flatnonzero(cut)
+            flat, up_bc = nodes[cut], up_bc[cut]
             q = np.full(len(flat), np.nan)
-            points = np.stack([x[flat] for x in coords], axis=1)
+            points = coords[cut]
             for a, n in enumerate(self.shape):  # a link that wraps: move the node instead
                 if self.periodic[a]:
                     up = points[:, a] - c[a]
                     points[:, a] += np.where(up < 0, n, 0) - np.where(up >= n, n, 0)
-            for body in np.unique(up_bc[flat]):
-                sel = up_bc[flat] == body
+            for body in np.unique(up_bc):
+                sel = up_bc == body
                 q[sel] = self.interpolated[int(body)].link_distance(points[sel],
                                                                      -np.array(c, float))
             # a link whose solid end the ray does not reach (another shape covers it): halfway

@@ -96,6 +96,26 @@ def test_encode_decode_round_trip(lat):
         assert d["links"] == [i for i in range(1, lat.q) if int(links[k]) >> (i - 1) & 1]
 
 
+@pytest.mark.parametrize("lat", LATTICES, ids=ids)
+def test_wall_crossings_lists_the_nodes_of_each_direction(lat):
+    """The links of a sparse set of nodes (most have none, as in a real domain), per direction,
+    as the bits of the link mask say; directions no node crosses are left out."""
+    layout = TagLayout(lat)
+    rng = np.random.default_rng(1)
+    shape = (6, 7, 9)[: lat.d]
+    links = np.where(rng.random(shape) < 0.1,
+                     rng.integers(0, 1 << (lat.q - 1), shape, dtype=np.uint64), np.uint64(0))
+    links &= ~np.uint64(1 << 2)  # direction 3 crosses nowhere
+    words = layout.encode(np.zeros(shape, dtype=np.uint8), np.zeros(shape, dtype=np.uint8),
+                          links)
+    found = dict(layout.wall_crossings(words))
+    expected = {i: np.flatnonzero((links.reshape(-1) >> np.uint64(i - 1)) & np.uint64(1))
+                for i in range(1, lat.q)}
+    assert set(found) == {i for i, flat in expected.items() if len(flat)} and 3 not in found
+    for i, flat in found.items():
+        np.testing.assert_array_equal(flat, expected[i])
+
+
 def test_bc_id_out_of_range_is_refused():
     with pytest.raises(ValueError, match="boundary id above 255"):
         TagLayout(D2Q9).encode(NodeKind.WALL, MAX_BC_ID + 1)

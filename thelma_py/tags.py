@@ -129,9 +129,13 @@ class TagLayout:
         # built in the word's own type, in place: no 8-byte temporaries per node
         shape = np.broadcast_shapes(np.shape(kind), np.shape(bc_id), np.shape(links))
         word = np.empty(shape, dtype=dtype)
-        word[...] = kind
-        word |= bc_id.astype(dtype) << dtype.type(BC_ID_SHIFT)
-        word |= np.asarray(links).astype(dtype) << dtype.type(LINK_SHIFT)
+        np.left_shift(np.asarray(links).astype(dtype, copy=False), dtype.type(LINK_SHIFT),
+                      out=word)
+        high = bc_id.astype(dtype)
+        high <<= dtype.type(BC_ID_SHIFT)
+        word |= high
+        kind = np.asarray(kind)
+        word |= kind if kind.dtype == np.uint8 else kind.astype(dtype)
         return word
 
     def kind(self, tags: np.ndarray) -> np.ndarray:
@@ -149,6 +153,19 @@ class TagLayout:
         """Boolean array: does population i arrive through a wall at these nodes?"""
         tags = np.asarray(tags)
         return ((tags >> tags.dtype.type(self.link_bit(i))) & tags.dtype.type(1)).astype(bool)
+
+    def wall_crossings(self, tags: np.ndarray):
+        """(i, flat indices) for every direction i in which a population arrives through a wall
+        somewhere: the nodes of :meth:`crosses_wall`, ascending, found among the nodes that
+        have a link at all (one pass over the domain instead of one per direction)."""
+        flat = np.asarray(tags).reshape(-1)
+        linked = np.flatnonzero(self.links(flat))
+        words = self.links(flat[linked])
+        one = words.dtype.type(1)
+        for i in range(1, self.lattice.q):
+            hit = ((words >> words.dtype.type(i - 1)) & one).astype(bool)
+            if hit.any():
+                yield i, linked[hit]
 
     def decode(self, word: int) -> dict:
         """One tag word as a readable dict (kind name, boundary id, directions crossing a wall)."""

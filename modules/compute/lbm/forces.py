@@ -51,22 +51,21 @@ class MomentumExchange:
         mine = mine.reshape(-1)
         open_faces = {FACES[int(face)] for face in tags.open_table[:, 0]
                       if 0 <= face < len(FACES)}  # edges: their faces are listed too
-        coords = np.indices(shape).reshape(len(shape), -1)[::-1]  # local x, y[, z]
-        for i in range(1, lattice.q):
-            where = tags.layout.crosses_wall(tags.tags, i).reshape(-1)
-            if not where.any():
-                continue
-            flat = np.flatnonzero(where)
+        dim = len(shape)
+        for i, flat in tags.layout.wall_crossings(tags.tags):
             keep = mine[flat].copy()  # ghost nodes' links belong to their owner
+            index = np.unravel_index(flat, shape)  # array axes: (z, y, x)
+            c = [int(v) for v in lattice.c[i]]
             for a, n in enumerate(tags.global_shape):
-                up = coords[a][flat] + tags.lower[a] - int(lattice.c[i][a])
+                up = index[dim - 1 - a] + tags.lower[a] - c[a]
                 if f"-{'xyz'[a]}" in open_faces:
                     keep &= up >= 0
                 if f"+{'xyz'[a]}" in open_faces:
                     keep &= up < n
-            window = tuple(slice(1 - c, 1 - c + n) for c, n in
-                           zip(reversed(lattice.c[i].tolist()), shape, strict=True))
-            body = tags.halo_bc_id[window].reshape(-1)[flat]
+            # the solid end x - c_i in the halo arrays (offset 1)
+            body = tags.halo_bc_id.reshape(-1)[np.ravel_multi_index(
+                tuple(index[k] + 1 - c[dim - 1 - k] for k in range(dim)),
+                tags.halo_bc_id.shape)]
             if i in curved.links:
                 c_flat, c_next, c_w, c_term = curved.links[i]
                 keep &= ~np.isin(flat, c_flat)

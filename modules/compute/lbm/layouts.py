@@ -28,12 +28,7 @@ class WallLinks:
         self.term: dict[int, object | None] = {}
         self.velocity: dict[int, object | None] = {}
         shape = tags.tags.shape
-        any_link = bool((tags.layout.links(tags.tags) != 0).any())
-        for i in range(1, lattice.q if any_link else 1):
-            where = tags.layout.crosses_wall(tags.tags, i)
-            if not where.any():
-                continue
-            flat = np.flatnonzero(where)
+        for i, flat in tags.layout.wall_crossings(tags.tags):
             window = tuple(slice(1 - c, 1 - c + n) for c, n in
                            zip(reversed(lattice.c[i].tolist()), shape, strict=True))
             row = tags.bc_table[tags.halo_bc_id[window].reshape(-1)[flat]]

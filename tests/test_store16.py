@@ -624,3 +624,34 @@ def test_host_cuda_16bit_divergence_check_reads_codes_and_names_the_node(host_gp
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
 def test_gpu_16bit_divergence_check_reads_codes_and_names_the_node(monkeypatch):
     assert_divergence_check_reads_codes(select_backend("cuda"), monkeypatch)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_host_cuda_16bit_rank_probes_read_their_own_nodes(host_gpu, monkeypatch):
+    """On a rank of a distributed 16-bit run, ρ and u at points, a line and a reversed plane of
+    the owned box come from those nodes' codes in the grown arrays (the rank's whole state was
+    decoded at every sample before), equal to the owned fields there bit for bit."""
+    from tests.test_parallel_host_cuda import decomposed, geometry
+    from thelma_py.parallel import DistributedEngine
+
+    lattice = LATTICES["D3Q19"]
+    params = Lbm(nu=0.03, collision="trt", store="fp16s")
+    boxes, ranks, _, _ = decomposed(params, lattice, geometry("lid"), (1, 1, 3),
+                                    np.dtype("float32"), host_gpu)
+    box, engine = boxes[1], ranks[1]  # ghost layers on both sides of z
+    engine.load_state({"f": random_state(lattice, engine.tags.tags.shape, np.float32)})
+    rank = object.__new__(DistributedEngine)  # no halo exchange needed to read fields
+    rank.engine, rank.box = engine, box
+    nz, ny, nx = box.shape[::-1]
+    cases = [tuple(np.array(v) for v in ([0, nz - 1, 2], [3, 0, ny - 1], [nx - 1, 5, 0])),
+             (nz - 1, 2, slice(None)), (0, slice(1, 4), slice(None, None, -1))]
+    for index in cases:
+        monkeypatch.setattr(type(engine), "_canonical_population",
+                            lambda self, i: pytest.fail("whole population decoded"))
+        rho, u = (host_gpu.to_host(a) for a in rank.macroscopic_at(index))
+        monkeypatch.undo()
+        engine._fields = None
+        rho_all, u_all = (host_gpu.to_host(a) for a in rank.macroscopic())
+        np.testing.assert_array_equal(rho, rho_all[index])
+        np.testing.assert_array_equal(u, u_all[(slice(None), *index)])
+        assert np.abs(u).max() > 0

@@ -471,6 +471,16 @@ def select_device(comm) -> int:
     return device
 
 
+def _into_grown(k, inner: slice, grown: int):
+    """An index along one axis of the owned box (an int, an index array or a slice) as the
+    same nodes' index into the grown arrays, whose owned part is ``inner``."""
+    start, stop, _ = inner.indices(grown)
+    if not isinstance(k, slice):
+        return k + start
+    lo, hi, step = k.indices(stop - start)
+    return slice(lo + start, None if hi + start < 0 else hi + start, step)
+
+
 class DistributedEngine(ComputeEngine):
     """A compute engine on this rank's grown box, seen from outside as the owned box only.
 
@@ -524,6 +534,18 @@ class DistributedEngine(ComputeEngine):
     def macroscopic(self):
         rho, u = self.engine.macroscopic()
         return rho[self.box.inner], u[(slice(None), *self.box.inner)]
+
+    def macroscopic_at(self, index: tuple):
+        """ρ and u at ``index`` into the owned box (the probes' points, a profile's line), from
+        the engine's own ``macroscopic_at`` at the same nodes of the grown box where it has one
+        (16-bit LBM: those nodes' codes alone, not the rank's whole state)."""
+        at = getattr(self.engine, "macroscopic_at", None)
+        if at is None:
+            rho, u = self.macroscopic()
+            return rho[index], u[(slice(None), *index)]
+        grown = self.engine.tags.tags.shape
+        return at(tuple(_into_grown(k, s, n)
+                        for k, s, n in zip(index, self.box.inner, grown, strict=True)))
 
     def refresh_ghosts(self) -> None:
         """Exchange the ghost layers of the current state now (collective), as the next step

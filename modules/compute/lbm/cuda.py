@@ -235,10 +235,11 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                                    self.scheme, self.phase, self.cp)
 
     def population_rows(self):
-        """f* as rows to gather from: ``rows[i][index]`` is f*_i at the flat nodes ``index``
-        (what the momentum exchange reads). fp32: :meth:`canonical` itself; 16-bit: only the
-        nodes asked for are decoded (pull; other schemes decode population i alone), so a
-        force costs no full-size decode (a 129 M-node D3Q27 sphere would need 28 GB more)."""
+        """f* to gather from (what the momentum exchange and the probes read). fp32:
+        :meth:`canonical` itself, (Q, N); 16-bit: an object whose ``take_flat(positions)``
+        decodes only the codes asked for (pull; other schemes decode one population at a
+        time), so a force costs no full-size decode (a 129 M-node D3Q27 sphere would need
+        28 GB more) and one gather."""
         if self.store == "fp32":
             return self.canonical().reshape(self.lattice.q, -1)
         return _DecodedPopulations(self)
@@ -452,16 +453,10 @@ class _DecodedPopulations:
     """f* of a 16-bit :class:`CudaLbm`, decoded where read (:meth:`CudaLbm.population_rows`):
     ``take_flat(positions)`` gives f*_p(x) at flat positions p N + x of the (Q N) state, from
     those codes alone (pull: one gather, one decode) or from one population decoded at a time
-    (push, AA); ``[i]`` is population i as a :class:`_DecodedRow`."""
+    (push, AA)."""
 
     def __init__(self, engine: CudaLbm):
         self.engine = engine
-
-    def __getitem__(self, i: int) -> _DecodedRow:
-        return _DecodedRow(self.engine, i)
-
-    def __len__(self) -> int:
-        return self.engine.lattice.q
 
     def take_flat(self, positions):
         e, cp = self.engine, self.engine.cp
@@ -477,19 +472,3 @@ class _DecodedPopulations:
             out[chosen] = e._canonical_population(int(p)).reshape(-1)[
                 positions[chosen] - int(p) * every]
         return out
-
-
-class _DecodedRow:
-    """f*_i of a 16-bit :class:`CudaLbm`, decoded where read (:meth:`CudaLbm.population_rows`):
-    ``row[index]`` decodes the gathered codes (pull) or gathers from population i decoded alone
-    (push, AA)."""
-
-    def __init__(self, engine: CudaLbm, i: int):
-        self.engine, self.i = engine, i
-
-    def __getitem__(self, index):
-        e = self.engine
-        if e.scheme != "pull":
-            return e._canonical_population(self.i).reshape(-1)[index]
-        codes = e.buffers[e.current][self.i].reshape(-1)[index]
-        return from_codes(e.store, codes, np.float32(e.lattice.w[self.i]), e.cp)

@@ -110,13 +110,6 @@ class MomentumExchange:
             [np.repeat(self.lattice.c[i][None].astype(np.float64), n, axis=0)
              for i, n in counts]))
 
-    def curved_return(self, flat, i: int, index, nxt, w, term):
-        """The population f_i that the interpolated links ``index`` of direction i receive,
-        from the populations ``flat`` (Q, N): Bouzidi's (:func:`.interpolated_bounce`)."""
-        j = self.lattice.opposite[i]
-        return interpolated_bounce(w, flat[j][index], flat[j][nxt], flat[i][index],
-                                   0.0 if term is None else term)
-
     def curved_sum(self, f_post, take, body: int):
         """Σ c_i (f*_ī(x) + f_i(x)) (device, float64) over the interpolated links of ``body``:
         f_i by :func:`.interpolated_bounce`, every direction in one pass. ``take``: values of

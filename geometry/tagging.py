@@ -18,7 +18,7 @@ from thelma_py.geometry.records import BoundaryRow, OpenFace, face_axis
 from thelma_py.geometry.shapes import Shape
 from thelma_py.lattice import Lattice
 from thelma_py.nodes import EDGE_CODE, FACES, NodeTags
-from thelma_py.tags import MAX_BC_ID, NodeKind, TagLayout
+from thelma_py.tags import MAX_BC_ID, NodeKind, TagLayout, halo_upstream
 
 
 def node_coordinates(dim: int, lower: Sequence[int],
@@ -172,7 +172,6 @@ class Tagger:
         the tag word's type. Only the nodes next to a solid one can have a link: they are found
         with boolean arrays (1 byte a node and direction), and only theirs are assembled in
         words (a 10^9-node domain is built on a host)."""
-        dim = len(shape)
         windows = [tuple(slice(1 - c, 1 - c + n) for c, n in
                          zip(reversed(lattice.c[i].tolist()), reversed(shape), strict=True))
                    for i in range(1, lattice.q)]
@@ -184,9 +183,7 @@ class Tagger:
         words = np.zeros(len(nodes), dtype=layout.dtype)
         solid = halo_solid.reshape(-1)
         for i in range(1, lattice.q):
-            # the upstream node x - c_i in the halo array (array axes reversed, offset 1)
-            up = np.ravel_multi_index(tuple(index[k] + 1 - int(lattice.c[i][dim - 1 - k])
-                                            for k in range(dim)), halo_solid.shape)
+            up = halo_upstream(index, lattice.c[i], halo_solid.shape)
             words |= solid[up].astype(layout.dtype) << layout.dtype.type(i - 1)
         links = np.zeros(near.shape, dtype=layout.dtype)
         links.reshape(-1)[nodes] = words
@@ -209,8 +206,7 @@ class Tagger:
         cut_q: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for i in range(1, lattice.q):
             c = [int(v) for v in lattice.c[i]]
-            up = np.ravel_multi_index(tuple(index[k] + 1 - c[dim - 1 - k] for k in range(dim)),
-                                      halo_solid.shape)
+            up = halo_upstream(index, c, halo_solid.shape)
             up_bc = bc[up]
             cut = solid[up] & np.isin(up_bc, ids)
             if not cut.any():

@@ -201,3 +201,12 @@ class TagLayout:
             c = tuple(int(v) for v in lat.c[i])  # plain ints: NumPy 2 reprs show np.int64(...)
             rows.append(f"      bit {self.link_bit(i):2d}: direction {i:2d}, c = {c}")
         return "\n".join(rows)
+
+
+def halo_upstream(index: tuple, c, halo_shape: tuple) -> np.ndarray:
+    """Flat positions, in a halo array (one node more on each side; array axes reversed: z, y,
+    x), of the upstream nodes x − c of the nodes at the array ``index`` (``np.unravel_index``
+    of a sub-box's flat indices)."""
+    dim = len(index)
+    return np.ravel_multi_index(tuple(index[k] + 1 - int(c[dim - 1 - k]) for k in range(dim)),
+                                halo_shape)

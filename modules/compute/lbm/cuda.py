@@ -290,8 +290,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             rho, u = self.macroscopic()
             return rho[index], u[(slice(None), *index)]
         flat = np.ravel_multi_index(_index_arrays(index, self.shape), self.shape)
-        every = int(np.prod(self.shape))
-        positions = np.arange(self.lattice.q)[:, None] * every + flat.reshape(1, -1)
+        positions = np.arange(self.lattice.q)[:, None] * self.nodes + flat.reshape(1, -1)
         values = self.population_rows().take_flat(self.cp.asarray(positions.reshape(-1)))
         values = values.reshape(self.lattice.q, *flat.shape)  # one gather, one decode
         kinds = self.tags.kind.reshape(-1)[flat]  # host tags (decoded once): no copy back
@@ -460,12 +459,11 @@ class _DecodedPopulations:
 
     def take_flat(self, positions):
         e, cp = self.engine, self.engine.cp
-        every = int(np.prod(e.shape))
+        every = e.nodes
         population = positions // every
         if e.scheme == "pull":
-            weights = cp.asarray(np.asarray(e.lattice.w, dtype=np.float32))
             codes = e.buffers[e.current].reshape(-1)[positions]
-            return from_codes(e.store, codes, weights[population], cp)
+            return from_codes(e.store, codes, weights(e.lattice, cp).reshape(-1)[population], cp)
         out = cp.empty(positions.shape, dtype=np.float32)
         for p in np.unique(population.get()):
             chosen = population == int(p)

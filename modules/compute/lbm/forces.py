@@ -27,6 +27,7 @@ from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks, interpolated_bounce
 from thelma_py.nodes import FACES, NodeTags
+from thelma_py.tags import halo_upstream
 
 
 class MomentumExchange:
@@ -62,10 +63,7 @@ class MomentumExchange:
                     keep &= up >= 0
                 if f"+{'xyz'[a]}" in open_faces:
                     keep &= up < n
-            # the solid end x - c_i in the halo arrays (offset 1)
-            body = tags.halo_bc_id.reshape(-1)[np.ravel_multi_index(
-                tuple(index[k] + 1 - c[dim - 1 - k] for k in range(dim)),
-                tags.halo_bc_id.shape)]
+            body = tags.halo_bc_id.reshape(-1)[halo_upstream(index, c, tags.halo_bc_id.shape)]
             if i in curved.links:
                 c_flat, c_next, c_w, c_term = curved.links[i]
                 keep &= ~np.isin(flat, c_flat)
@@ -142,7 +140,7 @@ class MomentumExchange:
                 total = total + _moment(2.0 * take(index) + term, c)
             if body in self.curved:
                 total = total + self.curved_sum(f_post, take, body)
-            out[body] = -_host(total)
+            out[body] = -host_array(total)
         return out
 
 
@@ -160,8 +158,9 @@ def _moment(values, c):
     return (values.astype(np.float64)[:, None] * c).sum(axis=0)
 
 
-def _host(array) -> np.ndarray:
-    return np.asarray(array.get() if hasattr(array, "get") else array, dtype=np.float64)
+def host_array(array) -> np.ndarray:
+    """A NumPy copy (CuPy) or view (NumPy) of ``array``."""
+    return np.asarray(array.get() if hasattr(array, "get") else array)
 
 
 def forces(engine, bodies=None) -> dict[int, np.ndarray]:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm.forces import MomentumExchange
+from thelma_py.modules.compute.lbm.forces import MomentumExchange, host_array
 from thelma_py.modules.compute.lbm.interpolated import cut_links
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.nodes import NodeTags
@@ -163,7 +163,7 @@ class LwacmExchange(MomentumExchange):
             mine = []
             for i, index, _, _, _ in rows:
                 flat, far, w = ghosts.links[i]
-                at = np.searchsorted(flat, _host(index))
+                at = np.searchsorted(flat, host_array(index))
                 mine.append((i, index, xp.asarray(far[at]), xp.asarray(w[:, at]), None))
             self.curved[body] = mine
 
@@ -185,9 +185,6 @@ class LwacmExchange(MomentumExchange):
         rho_g, u_m, u_g = rule.curved_ghost(rho, u, u_far, list(w))
         return rule.curved_fstar_i(self.lattice, i, rho_g, u_m, u_g, self.kappa)
 
-
-def _host(array) -> np.ndarray:
-    return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
 class CurvedExchange:

@@ -120,14 +120,53 @@ def results_state(solver: Solver) -> list[dict]:
     return saved
 
 
-def restore_results(solver: Solver, saved: list[dict]) -> None:
-    """Give each results plug-in the saved state of its name (each entry used once)."""
-    saved = list(saved)
+RESULTS_ARRAYS = "results."
+"""Prefix of the results plug-ins' arrays in a checkpoint's state file:
+``results.<label>.<k>.<name>`` for the k-th plug-in of that label."""
+
+
+def _occurrences(solver: Solver) -> list[tuple[object, str]]:
+    """(plug-in, '<label>.<k>') of every results plug-in, k counting those of one label."""
+    seen: dict[str, int] = {}
+    out = []
     for result in map(as_results, solver.results):
+        k = seen.get(result.label, 0)
+        seen[result.label] = k + 1
+        out.append((result, f"{result.label}.{k}"))
+    return out
+
+
+def results_arrays(solver: Solver) -> dict[str, np.ndarray]:
+    """The arrays of every results plug-in that keeps some, keyed for the state file."""
+    return {f"{RESULTS_ARRAYS}{key}.{name}": np.asarray(value)
+            for result, key in _occurrences(solver)
+            for name, value in result.state_arrays().items()}
+
+
+def split_state(state: dict[str, np.ndarray]) -> tuple[dict, dict[str, dict]]:
+    """(the engine's arrays, {'<label>.<k>': {name: array}}) of a checkpoint's state file."""
+    engine, results = {}, {}
+    for key, value in state.items():
+        if key.startswith(RESULTS_ARRAYS):
+            label, k, name = key[len(RESULTS_ARRAYS):].split(".", 2)
+            results.setdefault(f"{label}.{k}", {})[name] = value
+        else:
+            engine[key] = value
+    return engine, results
+
+
+def restore_results(solver: Solver, saved: list[dict],
+                    arrays: dict[str, dict] | None = None) -> None:
+    """Give each results plug-in the saved state of its name (each entry used once), then the
+    arrays it kept (:func:`results_arrays`), if any."""
+    saved = list(saved)
+    for result, key in _occurrences(solver):
         match = next((entry for entry in saved if entry.get("plugin") == result.label), None)
         if match is not None:
             saved.remove(match)
             result.load_state_dict(match["state"])
+        if arrays and key in arrays:
+            result.load_state_arrays(solver, arrays[key])
 
 
 def meta_record(solver: Solver, state_sha256, geometry_sha256) -> dict:

@@ -1,7 +1,8 @@
 """Checkpoints: the compute state, the step and what the run was, to continue bit for bit.
 
 A checkpoint is a directory holding ``state.npz`` (``engine.state()``, NumPy arrays; in a
-distributed run one ``rank_<r>.npz`` per rank, of its owned nodes) and ``meta.json``
+distributed run one ``rank_<r>.npz`` per rank, of its owned nodes; with them the arrays results
+plug-ins keep, such as the running sums of ``statistics``) and ``meta.json``
 (:mod:`thelma_py.checkpoint_meta`). It restarts only on the same configuration, geometry and,
 when distributed, decomposition.
 
@@ -37,6 +38,8 @@ from thelma_py.checkpoint_meta import (
     parse_meta,
     per_rank,
     restore_results,
+    results_arrays,
+    split_state,
 )
 from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.results import as_results
@@ -58,9 +61,10 @@ def _temporary_for(target: Path) -> Path:
 
 
 def _save_state(solver: Solver, file: Path) -> str:
-    """Write ``engine.state()`` to ``file`` (.npz); returns its SHA-256."""
+    """Write ``engine.state()`` and the results plug-ins' arrays to ``file`` (.npz); returns
+    its SHA-256."""
     state = {name: np.asarray(array) for name, array in solver.engine.state().items()}
-    np.savez(file, **state)
+    np.savez(file, **state, **results_arrays(solver))
     return file_hash(file)
 
 
@@ -251,9 +255,10 @@ def load_checkpoint(solver: Solver, path: Path) -> int:
         warnings.warn(f"{'; '.join(map(str, damaged))}; resuming from '{directory}' (step "
                       f"{meta['step']}), the newest intact checkpoint in '{path}'",
                       CheckpointFallback, stacklevel=3)
-    solver.engine.load_state(state)
+    engine_state, arrays = split_state(state)
+    solver.engine.load_state(engine_state)
     solver.time_step = int(meta["step"])
-    restore_results(solver, meta.get("results", []))
+    restore_results(solver, meta.get("results", []), arrays)
     return solver.time_step
 
 

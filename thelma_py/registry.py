@@ -33,6 +33,7 @@ BUILTIN_MODULES = (
     "thelma_py.modules.results.timings",
     "thelma_py.modules.results.probes",
     "thelma_py.modules.results.forces",
+    "thelma_py.modules.results.statistics",
     "thelma_py.modules.results.image",
 )
 

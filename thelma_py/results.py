@@ -67,6 +67,14 @@ class Results:
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned."""
 
+    def state_arrays(self) -> dict[str, Any]:
+        """Arrays a checkpoint keeps beside :meth:`state_dict` (host copies), or none: they go
+        into the checkpoint's state file, under its checksum."""
+        return {}
+
+    def load_state_arrays(self, solver: Solver, arrays: dict[str, Any]) -> None:
+        """Restore what :meth:`state_arrays` returned (after :meth:`load_state_dict`)."""
+
     def on_interrupt(self, solver: Solver) -> Path | None:
         """SIGINT/SIGTERM stopped the run at this step: write a checkpoint and return its
         directory, or None (the default: nothing to write)."""

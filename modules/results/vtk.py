@@ -116,19 +116,23 @@ def node_shape_of(fields: dict[str, np.ndarray]) -> tuple[int, ...]:
 
 
 def _point_arrays(
-    fields: dict[str, np.ndarray], names: tuple[str, ...], dtype: np.dtype
+    fields: dict[str, np.ndarray], names: tuple[str, ...], dtype: np.dtype,
+    node_ndim: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """Arrays in VTK point order: (N,) scalars or (N, 3) vectors, x fastest.
+    """Arrays in VTK point order: (N,) scalars, (N, 3) vectors or (N, k) tensors, x fastest.
 
-    ``fields``: scalars of node shape (Nz, Ny, Nx) or (Ny, Nx); vectors (D, ...); kind.
-    2D vectors get a zero z component so ParaView treats them as vectors.
+    ``fields``: scalars of node shape (Nz, Ny, Nx) or (Ny, Nx); vectors (D, ...); tensors
+    (k, ...) with k > 3 components, written as they are; kind. 2D vectors get a zero z
+    component so ParaView treats them as vectors.
     """
-    node_ndim = len(node_shape_of(fields))
+    node_ndim = node_ndim or len(node_shape_of(fields))
     out = {}
     for name in names:
         array = np.asarray(fields[name])
         if name == "kind":
             out[name] = np.ascontiguousarray(array.reshape(-1), dtype=np.uint8)
+        elif array.ndim == node_ndim + 1 and array.shape[0] > 3:  # a tensor (k, *S)
+            out[name] = np.ascontiguousarray(array.reshape(array.shape[0], -1).T, dtype=dtype)
         elif array.ndim == node_ndim + 1 and _interleaved(array, dtype):
             out[name] = np.moveaxis(array, 0, -1).reshape(-1, 3)  # no copy
         elif array.ndim == node_ndim + 1:  # a vector (D, *S)
@@ -157,6 +161,7 @@ def write_vti(
     start: tuple[int, ...] | None = None,
     writer: str = "builtin",
     compression: str = "zlib",
+    node_shape: tuple[int, ...] | None = None,
 ) -> dict[str, np.ndarray]:
     """Write host ``fields`` (see :func:`_point_arrays`) as a ``.vti``, atomically.
 
@@ -164,11 +169,13 @@ def write_vti(
     (a piece of a parallel file), the image extent begins at that global node index instead.
     ``writer``: "builtin" (:mod:`.vtk_xml`, threaded compression) or "vtk" (the vtk package's
     ``vtkXMLImageDataWriter``, always zlib). Returns the arrays as written (names, dtypes and
-    components, for a ``.pvti``).
+    components, for a ``.pvti``). ``node_shape`` (Nz, Ny, Nx) or (Ny, Nx): the node array
+    shape, for fields other than the standard ones (default: read from rho, u or another of
+    :data:`SCALARS`).
     """
-    node_shape = node_shape_of(fields)  # (Nz, Ny, Nx) or (Ny, Nx)
+    node_shape = tuple(node_shape or node_shape_of(fields))
     dims = tuple(reversed(node_shape)) + (1,) * (3 - len(node_shape))
-    arrays = _point_arrays(fields, names, np.dtype(precision))
+    arrays = _point_arrays(fields, names, np.dtype(precision), len(node_shape))
     if writer == "builtin":
         first = tuple(start or ()) + (0,) * (3 - len(start or ()))
         with atomic_path(target) as temporary, open(temporary, "wb") as handle:

@@ -190,6 +190,8 @@ def test_no_sample_yet_is_said_plainly(tmp_path):
     assert not (tmp_path / "statistics.vti").exists()
     with pytest.raises(ValueError, match="no sample was taken yet"):
         stats.fields(solver)
+    with pytest.raises(ValueError, match="no sample was taken yet"):
+        FlowStatistics().fields(solver)  # not even started
 
 
 def test_sums_that_do_not_fit_on_the_device_are_refused_with_the_bytes(monkeypatch):

@@ -66,16 +66,20 @@ class _Recorded:
                                                            self.u[self.time_step]))
 
 
-def test_a_3d_stress_tensor_is_the_covariance_in_paraviews_order():
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_3d_stress_tensor_is_the_covariance_in_paraviews_order(dtype):
     """Random fields with a different spread and correlation per component: the plug-in's six
     stress components are numpy's two-pass covariance in ParaView's symmetric-tensor order xx,
-    yy, zz, xy, yz, xz, the means numpy's mean, to rounding."""
+    yy, zz, xy, yz, xz, the means numpy's mean, to rounding. fp32 fields (as an fp32 run hands
+    them out) are summed and multiplied in float64: the same answer to 1e-12, where products
+    formed in fp32 would be off by ~1e-7."""
     rng = np.random.default_rng(7)
     samples, shape = 40, (3, 4, 5)
     mix = np.array([[1.0, 0.0, 0.0], [0.5, 2.0, 0.0], [-0.3, 0.7, 0.2]])
     u = np.einsum("ab,sb...->sa...", mix, rng.standard_normal((samples, 3, *shape))) + 0.1
     rho = 1 + 0.01 * rng.standard_normal((samples, *shape))
-    solver = _Recorded(rho, u)
+    solver = _Recorded(rho.astype(dtype), u.astype(dtype))
+    u, rho = u.astype(dtype).astype(np.float64), rho.astype(dtype).astype(np.float64)
     stats = FlowStatistics(every=1)
     for step in range(samples):
         solver.time_step = step
@@ -197,5 +201,5 @@ def test_no_sample_yet_is_said_plainly(tmp_path):
 def test_sums_that_do_not_fit_on_the_device_are_refused_with_the_bytes(monkeypatch):
     solver = taylor_green(16)
     monkeypatch.setattr(type(solver.backend), "memory", lambda self: (1000, 10**9))
-    with pytest.raises(MemoryError, match=r"need 0\.00 GiB .*48 B a node.* is free"):
+    with pytest.raises(MemoryError, match=r"need 0\.00 GiB .*56 B a node.* is free"):
         FlowStatistics().start(solver)

@@ -47,6 +47,7 @@ from thelma_py.modules.results.image_render import (
 )
 from thelma_py.modules.results.image_volume import volume_kernel
 from thelma_py.modules.results.png import write_png
+from thelma_py.modules.results.vtk import check_prefix
 from thelma_py.registry import register
 from thelma_py.results import Results
 from thelma_py.schedule import Every, as_schedule
@@ -114,11 +115,6 @@ def _optional_point(value):
     return point
 
 
-def _check_prefix(instance, attribute, value) -> None:
-    if value is not None and (not value or os.sep in value):
-        raise ValueError(f"prefix must be a plain file name stem, got {value!r}")
-
-
 def _positive_int_or_none(instance, attribute, value) -> None:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise ValueError(f"{attribute.name} must be a positive integer or None, got {value!r}")
@@ -155,7 +151,8 @@ class ImageWriter(Results):
     colorbar: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     label: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     """Draw the step (and field) in the top left corner."""
-    prefix: str | None = attrs.field(default=None, validator=_check_prefix)
+    prefix: str | None = attrs.field(default=None,
+                                     validator=attrs.validators.optional(check_prefix))
     """File name stem; None: ``image_<field>`` (``image_<field>_3d`` for a 3D view)."""
     iso: float | None = attrs.field(default=None)
     """3D view: iso level; None: a quarter of the field's maximum in the volume."""

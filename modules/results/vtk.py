@@ -49,7 +49,8 @@ def _check_fields(instance, attribute, value: tuple[str, ...]) -> None:
         raise ValueError(f"vtk fields are listed twice in {value!r}")
 
 
-def _check_prefix(instance, attribute, value: str) -> None:
+def check_prefix(instance, attribute, value: str) -> None:
+    """attrs validator of a file name stem (no directory separator, not empty)."""
     if not value or os.sep in value or (os.altsep and os.altsep in value):
         raise ValueError(f"prefix must be a plain file name stem, got {value!r}")
 
@@ -279,7 +280,7 @@ class VtkWriter(Results):
 
     path: Path = attrs.field(converter=Path)
     """Output directory (created by :meth:`start`)."""
-    prefix: str = attrs.field(default="fields", validator=_check_prefix)
+    prefix: str = attrs.field(default="fields", validator=check_prefix)
     """File name stem of the ``.vti`` files and of the ``.pvd`` index."""
     schedule: Every = attrs.field(
         alias="every",

@@ -67,6 +67,17 @@ def test_residual_history_and_probes_reduced_over_ranks_equal_one_domain(tmp_pat
         (tmp_path / "whole" / "probes.csv").read_text()
 
 
+@pytest.mark.parametrize(("ranks", "dims"), [(2, "2x1"), (4, "2x2")])
+@pytest.mark.slow
+def test_distributed_statistics_equal_one_domain_and_resume_bit_for_bit(tmp_path, ranks, dims):
+    """The ranks' pieces of the statistics file, read as one data set, hold the one domain's
+    numbers to the bit (the seam planes included), and a resumed run sums the same samples."""
+    pytest.importorskip("vtkmodules")
+    out = run_script("statistics_run.py", ranks, tmp_path, dims)
+    assert f"equal: statistics on {dims}, {ranks} ranks, 9 samples, resumed bit for bit" in out
+    assert len(list((tmp_path / "parts").glob("statistics_r*.vti"))) == ranks
+
+
 @pytest.mark.slow
 def test_a_signal_on_one_rank_stops_every_rank_at_the_same_step(tmp_path):
     """SIGTERM on rank 0 only: the ranks agree after the batch, write the checkpoint together

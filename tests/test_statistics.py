@@ -61,7 +61,7 @@ class _Recorded:
         self.rho, self.u, self.time_step = rho, u, 0
         self.shape = tuple(reversed(rho.shape[1:]))
         self.backend = select_backend("cpu")
-        self.tags = SimpleNamespace(lower=(0,) * len(self.shape))
+        self.rank_box = None
         self.engine = SimpleNamespace(macroscopic=lambda: (self.rho[self.time_step],
                                                            self.u[self.time_step]))
 

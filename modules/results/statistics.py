@@ -16,6 +16,11 @@ in 2D, on top of the run
 (:func:`sums_bytes_per_node`); a device that lacks them is refused with the bytes needed and
 free. Checkpoints keep the sums (:meth:`FlowStatistics.state_arrays`), so a resumed run
 averages over the same samples as one that did not stop, bit for bit.
+
+In a distributed run each rank sums the fields of its output piece (its sub-box and the first
+plane of its + neighbour, ghost layers refreshed at each sample: one halo exchange a sample)
+and writes ``<prefix>_r<rank>.vti``; rank 0 adds ``<prefix>.pvti``, which ParaView opens as the
+whole domain, the same numbers as one domain.
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ import attrs
 import numpy as np
 
 from thelma_py.files import atomic_write_text, ensure_writable_dir
-from thelma_py.modules.results.vtk import FILE_PRECISIONS, WRITERS, check_prefix, write_vti
+from thelma_py.modules.results.vtk import (
+    FILE_PRECISIONS,
+    WRITERS,
+    check_prefix,
+    write_rank_piece,
+    write_vti,
+)
 from thelma_py.modules.results.vtk_xml import COMPRESSIONS
 from thelma_py.registry import register
 from thelma_py.results import Results
@@ -78,9 +89,10 @@ def moments(samples: int, sums: dict[str, np.ndarray], d: int) -> dict[str, np.n
 @attrs.define(kw_only=True)
 class FlowStatistics(Results):
     """Running time averages of ρ, u and u_a u_b on the device; the means, Reynolds stresses,
-    r.m.s. velocities and turbulent kinetic energy written as ``<path>/<prefix>.vti``.
+    r.m.s. velocities and turbulent kinetic energy written as ``<path>/<prefix>.vti`` (a
+    ``.pvti`` of the ranks' pieces in a distributed run)."""
 
-    One domain only: a distributed run refuses it (its ranks' sums are not gathered yet)."""
+    supports_distributed = True
 
     path: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     """Output directory (created by :meth:`start`); None: keep the sums, write no file
@@ -111,18 +123,18 @@ class FlowStatistics(Results):
     _sums: dict | None = attrs.field(default=None, init=False, repr=False)
     _backend: object = attrs.field(default=None, init=False, repr=False)
     _product: object = attrs.field(default=None, init=False, repr=False)
-    _lower: tuple = attrs.field(default=(0, 0, 0), init=False, repr=False)
 
     def start(self, solver) -> None:
         """Check the output directory and that the device holds the sums."""
         if self.path is not None:
             ensure_writable_dir(self.path, who="statistics results")
-        self._lower = tuple(solver.tags.lower)
         if self._sums is None:
             self._allocate(solver)
 
     def _allocate(self, solver) -> None:
-        d, shape = len(solver.shape), tuple(reversed(solver.shape))
+        box = solver.rank_box
+        extent = tuple(solver.shape) if box is None else box.piece()[1]
+        d, shape = len(extent), tuple(reversed(extent))
         needed = sums_bytes_per_node(d) * int(np.prod(shape))
         memory = solver.backend.memory()
         if memory is not None and needed > memory[0]:
@@ -142,7 +154,8 @@ class FlowStatistics(Results):
         step = int(solver.time_step)
         if step < self.begin or step == self.last_step:  # a run's end calls due plug-ins again
             return
-        rho, u = solver.engine.macroscopic()
+        rho, u = (solver.engine.macroscopic() if solver.rank_box is None
+                  else solver.piece_fields()[:2])
         sums, product, xp = self._sums, self._product, self._backend.xp
         sums["rho"] += rho
         sums["u"] += u
@@ -156,7 +169,8 @@ class FlowStatistics(Results):
             self.write(solver)
 
     def fields(self, solver) -> dict[str, np.ndarray]:
-        """The statistics so far as host arrays (see :func:`moments`)."""
+        """The statistics so far as host arrays (see :func:`moments`); in a distributed run
+        those of this rank's output piece."""
         if self._sums is None or self.samples == 0:
             raise ValueError(NO_SAMPLE)
         host = solver.backend.to_host
@@ -169,13 +183,19 @@ class FlowStatistics(Results):
         if self.path is None or self.samples == 0:
             return None
         fields = self.fields(solver)
-        target = self.path / f"{self.prefix}.vti"
-        write_vti(target, fields, origin=self._lower, names=STATISTICS_FIELDS,
-                  precision=self.precision, writer=self.writer, compression=self.compression,
-                  node_shape=fields["rho_mean"].shape)
-        atomic_write_text(self.path / f"{self.prefix}.json",
-                          _summary_json(self.samples, self.first_step, self.last_step,
-                                        self.schedule.steps))
+        options = {"names": STATISTICS_FIELDS, "precision": self.precision,
+                   "writer": self.writer, "compression": self.compression,
+                   "node_shape": fields["rho_mean"].shape}
+        if solver.rank_box is None:
+            target = self.path / f"{self.prefix}.vti"
+            write_vti(target, fields, **options)
+        else:
+            target = self.path / f"{self.prefix}.pvti"
+            write_rank_piece(self.path, self.prefix, solver.rank_box, fields, **options)
+        if solver.lead:
+            atomic_write_text(self.path / f"{self.prefix}.json",
+                              _summary_json(self.samples, self.first_step, self.last_step,
+                                            self.schedule.steps))
         return target
 
     def finish(self, solver) -> None:

@@ -249,6 +249,28 @@ def pvti_text(whole_shape: tuple[int, ...], pieces: list[tuple[tuple, tuple, str
             "  </PImageData>\n</VTKFile>\n")
 
 
+def write_rank_piece(directory: Path, stem: str, box, fields: dict[str, np.ndarray],
+                     names: tuple[str, ...], precision: str, writer: str, compression: str,
+                     node_shape: tuple[int, ...] | None = None) -> str | None:
+    """A distributed run's file: this rank's output piece (``box``: its
+    :class:`~thelma_py.parallel.RankBox`; ``fields`` on :meth:`RankBox.piece`) as
+    ``<stem>_r<rank>.vti``, and on rank 0 ``<stem>.pvti``, which ParaView opens as one data set.
+    Returns the ``.pvti`` name on rank 0, None on the others."""
+    lower, _ = box.piece()
+    written = write_vti(directory / f"{stem}_r{box.cart.rank:04d}.vti", fields, origin=(0, 0, 0),
+                        names=names, precision=precision, start=lower, writer=writer,
+                        compression=compression, node_shape=node_shape)
+    if box.cart.rank != 0:
+        return None
+    pieces = []
+    for rank in range(box.cart.size):
+        piece_lower, piece_shape = box.piece(box.cart.Get_coords(rank))
+        pieces.append((piece_lower, piece_shape, f"{stem}_r{rank:04d}.vti"))
+    atomic_write_text(directory / f"{stem}.pvti",
+                      pvti_text(box.decomposition.shape, pieces, written))
+    return f"{stem}.pvti"
+
+
 def _vtk_write_error(target, code: int) -> OSError:
     from vtkmodules.vtkCommonCore import vtkErrorCode
 
@@ -379,23 +401,13 @@ class VtkWriter(Results):
         box = solver.rank_box
         rho, u, kind = solver.piece_fields()
         raw = {"rho": np.array(rho), "u": np.array(u), "kind": np.array(kind)}
-        stem = f"{self.prefix}_{step:08d}"
-        lower, _ = box.piece()
         arrays = host_fields(raw, self.fields, None, None, 1)
-        written = write_vti(self.path / f"{stem}_r{box.cart.rank:04d}.vti", arrays,
-                            origin=(0, 0, 0), names=self.fields, precision=self.precision,
-                            start=lower, writer=self.writer, compression=self.compression)
-        if box.cart.rank != 0:
+        pvti = write_rank_piece(self.path, f"{self.prefix}_{step:08d}", box, arrays, self.fields,
+                                self.precision, self.writer, self.compression)
+        if pvti is None:
             return
-        pieces = []
-        for rank in range(box.cart.size):
-            coords = box.cart.Get_coords(rank)
-            piece_lower, piece_shape = box.piece(coords)
-            pieces.append((piece_lower, piece_shape, f"{stem}_r{rank:04d}.vti"))
-        atomic_write_text(self.path / f"{stem}.pvti",
-                          pvti_text(box.decomposition.shape, pieces, written))
-        self.written = [entry for entry in self.written if entry[1] != f"{stem}.pvti"]
-        self.written.append((step, f"{stem}.pvti"))
+        self.written = [entry for entry in self.written if entry[1] != pvti]
+        self.written.append((step, pvti))
         atomic_write_text(self.pvd_path, pvd_text(self.written))
 
     def flush(self) -> None:

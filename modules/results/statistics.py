@@ -178,8 +178,9 @@ class FlowStatistics(Results):
                        len(solver.shape))
 
     def write(self, solver) -> Path | None:
-        """Write ``<prefix>.vti`` (and ``<prefix>.json``: samples and steps) from the sums so
-        far; None where there is no path or no sample yet."""
+        """Write ``<prefix>.vti`` (distributed: the ranks' pieces and ``<prefix>.pvti``) and
+        ``<prefix>.json`` (samples and steps) from the sums so far; returns the file to open,
+        None where there is no path or no sample yet."""
         if self.path is None or self.samples == 0:
             return None
         fields = self.fields(solver)

@@ -134,12 +134,12 @@ def launcher() -> list[str]:
     return command
 
 
-def run_gpus(ranks: int, *args: str, env: dict | None = None) -> str:
+def run_gpus(ranks: int, *args: str, env: dict | None = None, script: Path = SCRIPT) -> str:
     environment = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1",
                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "NCCL_NVLS_ENABLE": "0",
                    **(env or {})}
     result = subprocess.run([*launcher(), "-n", str(ranks), sys.executable, "-m", "mpi4py",
-                             str(SCRIPT), *args], capture_output=True, text=True, timeout=150,
+                             str(script), *args], capture_output=True, text=True, timeout=150,
                             env=environment)
     output = result.stdout[-3000:] + result.stderr[-4000:]
     assert result.returncode == 0, output
@@ -185,6 +185,25 @@ def test_y_cut_of_16bit_single_step_records_equals_one_gpu_bit_for_bit():
     out = run_gpus(2, "float32", "rows32", "overlap", "1x2x1", "lwacm-fused-fp16s",
                    env={"CUDA_VISIBLE_DEVICES": "0", "THELMA_HALO": "auto"})
     assert "identical: rows32 float32 overlap lwacm-fused-fp16s, 2 ranks" in out
+
+
+def run_writers(tmp_path, env: dict) -> None:
+    out = run_gpus(2, str(tmp_path), env={"THELMA_HALO": "auto", **env},
+                   script=SCRIPT.parent / "gpu_results_run.py")
+    assert "equal: vtk and statistics pieces bit for bit, 18 images, 2 ranks" in out
+
+
+@pytest.mark.gpu
+def test_writers_of_two_ranks_sharing_one_gpu_equal_one_gpu(tmp_path):
+    """vtk, statistics and image of 2 CUDA ranks against one GPU: ρ and u of a rank's piece
+    are device arrays, which each writer copies to the host (tests/mpi/gpu_results_run.py)."""
+    run_writers(tmp_path, {"CUDA_VISIBLE_DEVICES": "0"})
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_writers_of_two_gpus_equal_one_gpu(tmp_path):
+    run_writers(tmp_path, {})
 
 
 @pytest.mark.parametrize(("layers", "group", "origin", "boundary", "interior"), [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from types import SimpleNamespace
 
 import attrs
@@ -55,7 +56,7 @@ def axis_fields(node_shape: tuple[int, ...]) -> dict[str, np.ndarray]:
 
 
 def read_vti(path) -> tuple[object, dict[str, np.ndarray]]:
-    """(image, arrays): scalars as (Nz, Ny, Nx), vectors as (Nz, Ny, Nx, 3)."""
+    """(image, arrays): scalars as (Nz, Ny, Nx), vectors and tensors as (Nz, Ny, Nx, C)."""
     from vtkmodules.util.numpy_support import vtk_to_numpy
     from vtkmodules.vtkIOXML import vtkXMLImageDataReader
 
@@ -68,7 +69,7 @@ def read_vti(path) -> tuple[object, dict[str, np.ndarray]]:
     arrays = {}
     for k in range(data.GetNumberOfArrays()):
         array = vtk_to_numpy(data.GetArray(k))
-        shape = (nz, ny, nx) + ((3,) if array.ndim == 2 else ())
+        shape = (nz, ny, nx) + array.shape[1:]
         arrays[data.GetArrayName(k)] = array.reshape(shape)
     return image, arrays
 
@@ -241,6 +242,33 @@ def test_builtin_writer_files_read_back_with_vtk_like_its_own(tmp_path, points, 
                                   fields["u"][2].astype(np.float32))
     head = (tmp_path / "builtin.vti").read_bytes()[:600]
     assert (b"vtkZLibDataCompressor" in head) == (compression == "zlib")
+
+
+@pytest.mark.parametrize("compression", ["zlib", "none"])
+def test_numpy_reader_of_the_gpu_mpi_tests_reads_what_vtk_reads(tmp_path, compression):
+    """tests/mpi/pieces.read_builtin_vti (for devices without the vtk package) against vtk's
+    reader: a piece with a shifted extent, more than one zlib chunk, a 6-component tensor."""
+    sys.path.insert(0, str(Path(__file__).parent / "mpi"))
+    try:
+        from pieces import read_builtin_vti
+    finally:
+        sys.path.remove(str(Path(__file__).parent / "mpi"))
+    rng = np.random.default_rng(7)
+    node_shape = (9, 70, 600)  # 1.5 MB a float32 vector array: two zlib chunks
+    fields = {"rho": rng.random(node_shape), "u": rng.standard_normal((3, *node_shape)),
+              "kind": rng.integers(0, 9, node_shape).astype(np.uint8),
+              "stress": rng.standard_normal((6, *node_shape))}
+    path = tmp_path / "piece.vti"
+    tp.modules.results.vtk.write_vti(path, fields, names=("rho", "u", "kind", "stress"),
+                                     start=(3, 0, 5), compression=compression)
+    extent, mine = read_builtin_vti(path)
+    _, theirs = read_vti(path)
+    assert extent == (3, 602, 0, 69, 5, 13)
+    assert set(mine) == set(theirs) == set(fields)
+    for name in fields:
+        np.testing.assert_array_equal(mine[name], theirs[name])
+    np.testing.assert_array_equal(mine["stress"],
+                                  np.moveaxis(fields["stress"], 0, -1).astype(np.float32))
 
 
 def test_builtin_writer_rejects_mismatched_arrays_and_unknown_compression(tmp_path):

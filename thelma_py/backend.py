@@ -45,7 +45,9 @@ class Backend:
         return self.name == "cuda"
 
     def to_host(self, array) -> np.ndarray:
-        return array.get() if self.is_gpu else np.asarray(array)
+        """``array`` as a NumPy array: a device array is copied, a host array kept (the
+        fields of a GPU run mix both: ρ and u on the device, the node kinds on the host)."""
+        return array.get() if hasattr(array, "get") else np.asarray(array)
 
     def to_device(self, array: np.ndarray):
         return self.xp.asarray(array)

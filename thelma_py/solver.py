@@ -292,9 +292,11 @@ class Solver:
         return parallel.allreduce(self.rank_box.cart, values, op)
 
     def piece_fields(self) -> tuple:
-        """Distributed run: host-ready (ρ, u, kind) on this rank's output piece
+        """Distributed run: (ρ, u, kind) on this rank's output piece
         (:meth:`~thelma_py.parallel.RankBox.piece`), which reaches one plane into the +
-        neighbour; the ghost layers are refreshed first (collective: every rank asks)."""
+        neighbour; the ghost layers are refreshed first (collective: every rank asks). ρ and u
+        live where the engine's state does (device arrays on a GPU: copy them with
+        ``backend.to_host``), the node kinds on the host."""
         if self.rank_box is None:
             raise ValueError("piece_fields() is for distributed runs; one domain has fields()")
         return self.engine.piece_fields()

@@ -272,7 +272,7 @@ class ImageWriter(Results):
         """Distributed slice: each rank sends the planes it holds of the slab around the slice
         (ρ, u, kind of its output piece); rank 0 assembles the slab and computes the plane."""
         box = solver.rank_box
-        rho, u, kind = (np.asarray(a) for a in solver.piece_fields())
+        rho, u, kind = map(solver.backend.to_host, solver.piece_fields())
         lower, shape = box.piece()
         global_shape = tuple(solver.tags.global_shape)  # x, y[, z]
         d = len(global_shape)
@@ -446,7 +446,7 @@ def _rank_fetches(solver):
     the nodes it owns of the asked grid into zeros, and the sum over the ranks (collective:
     every rank asks for the same grids in the same order) is the grid of the whole domain."""
     box = solver.rank_box
-    rho, u, kind = (np.asarray(a) for a in solver.piece_fields())
+    rho, u, kind = map(solver.backend.to_host, solver.piece_fields())
 
     def local(xs, ys, zs):
         where, local_index = [], []

@@ -399,8 +399,8 @@ class VtkWriter(Results):
         if self.crop is not None or self.subsample != 1:
             raise ValueError("crop and subsample are not available in distributed runs yet")
         box = solver.rank_box
-        rho, u, kind = solver.piece_fields()
-        raw = {"rho": np.array(rho), "u": np.array(u), "kind": np.array(kind)}
+        host = solver.backend.to_host  # on a GPU, ρ and u are device arrays
+        raw = dict(zip(("rho", "u", "kind"), map(host, solver.piece_fields()), strict=True))
         arrays = host_fields(raw, self.fields, None, None, 1)
         pvti = write_rank_piece(self.path, f"{self.prefix}_{step:08d}", box, arrays, self.fields,
                                 self.precision, self.writer, self.compression)

@@ -3,6 +3,10 @@ single-domain run (imported by the scripts in this folder, which run as files un
 
 from __future__ import annotations
 
+import re
+import zlib
+from pathlib import Path
+
 import numpy as np
 
 STORED = ("f", "j")
@@ -28,3 +32,38 @@ def piece_checks(rho, u, arrays, lower, shape, rho_part, u_part, arrays_part, fl
     for key, value in arrays.items():
         checks[key] = (value[(slice(None), *window)][:, fluid], arrays_part[key][:, fluid])
     return checks
+
+
+def read_builtin_vti(path) -> tuple[tuple[int, ...], dict[str, np.ndarray]]:
+    """A ``.vti`` of the built-in writer (appended raw, UInt64 headers, zlib or none) read with
+    NumPy alone, for machines without the vtk package: (extent, name -> array in node order
+    (z, y, x[, components]))."""
+
+    data = Path(path).read_bytes()
+    head, _, body = data.partition(b'<AppendedData encoding="raw">')
+    body = body[body.index(b"_") + 1:]
+    text = head.decode()
+    extent = tuple(int(v) for v in re.search(r'Piece Extent="([^"]+)"', text).group(1).split())
+    shape = tuple(extent[2 * a + 1] - extent[2 * a] + 1 for a in (2, 1, 0))
+    types = {"Float32": np.float32, "Float64": np.float64, "UInt8": np.uint8, "Int32": np.int32}
+    zlib_blocks = "vtkZLibDataCompressor" in text
+    arrays = {}
+    for kind, name, components, offset in re.findall(
+            r'type="(\w+)" Name="([^"]+)" NumberOfComponents="(\d+)" format="appended" '
+            r'offset="(\d+)"', text):
+        at = int(offset)
+        if zlib_blocks:
+            count = int(np.frombuffer(body, "<u8", 1, at)[0])
+            sizes = [int(n) for n in np.frombuffer(body, "<u8", count, at + 24)]
+            at += 8 * (3 + count)
+            chunks = []
+            for n in sizes:
+                chunks.append(zlib.decompress(body[at:at + n]))
+                at += n
+            raw = b"".join(chunks)
+        else:
+            size = int(np.frombuffer(body, "<u8", 1, at)[0])
+            raw = body[at + 8:at + 8 + size]
+        array = np.frombuffer(raw, types[kind])
+        arrays[name] = array.reshape(shape + ((int(components),) if components != "1" else ()))
+    return extent, arrays

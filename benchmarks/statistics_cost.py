@@ -1,0 +1,62 @@
+"""What a sample of the ``statistics`` results plug-in costs a GPU run, measured.
+
+    python benchmarks/statistics_cost.py [--size 256] [--steps 400] [--json OUT.json]
+
+Each case runs twice through a Solver (periodic box, fp32): without results plug-ins and with
+``statistics`` sampling every step, timed after a warm-up; a sample costs the difference, given
+in ms and in steps of the same run. Cases: D3Q19 LBM BGK fp32 and D3Q27 cumulant K17 with 16-bit
+populations (the sphere's set-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from thelma_py import registry
+from thelma_py.solver import compose
+from thelma_py.tools.bench_cases import geometry_for
+from thelma_py.tools.bench_output import _timed_run
+from thelma_py.tools.flows import K17
+
+CASES = {
+    "D3Q19 lbm bgk fp32": ("D3Q19", {"collision": "bgk"}),
+    "D3Q27 cumulant-k17 fp16s": ("D3Q27", {"collision": K17, "store": "fp16s"}),
+}
+
+
+def solver(lattice: str, options: dict, size: int, results: list):
+    compute = registry.create("compute", "lbm", nu=0.001, **options)
+    return compose(lattice, geometry_for("periodic", size, 3), compute, results=results,
+                   device="cuda", precision="float32", check_every=0)
+
+
+def measure(size: int, steps: int) -> list[dict]:
+    rows = []
+    for name, (lattice, options) in CASES.items():
+        plain = _timed_run(solver(lattice, options, size, []), steps)
+        statistics = registry.create("results", "statistics", every=1)
+        sampled = _timed_run(solver(lattice, options, size, [statistics]), steps)
+        step_ms, sample_ms = 1e3 * plain / steps, 1e3 * (sampled - plain) / steps
+        rows.append({"case": name, "size": size, "steps": steps, "step_ms": step_ms,
+                     "sample_ms": sample_ms, "sample_in_steps": sample_ms / step_ms,
+                     "mlups": size ** 3 * steps / plain / 1e6})
+        print(f"{name}, {size}^3: a step {step_ms:.3f} ms ({rows[-1]['mlups']:,.0f} MLUPS), "
+              f"a sample {sample_ms:.3f} ms = {sample_ms / step_ms:.2f} steps")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args()
+    rows = measure(args.size, args.steps)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(rows, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

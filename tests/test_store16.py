@@ -548,7 +548,7 @@ def test_host_cuda_16bit_forces_decode_only_the_links(host_gpu, monkeypatch, sch
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, monkeypatch):
+def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu):
     """ρ and u at a few nodes of a 16-bit pull engine come from those nodes' codes alone (the
     sphere's wake rings were decoding the whole state every 44 steps) and equal the whole
     fields' values there bit for bit, u = 0 at a solid node included; the NumPy engine's
@@ -567,10 +567,10 @@ def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, monkeypatch):
     solid = np.argwhere(tags.solid)[0]
     index = tuple(np.array([2, 5, 9, solid[a]], dtype=np.intp) for a in range(3))
     assert tags.solid[tuple(k[-1] for k in index)]
-    monkeypatch.setattr(type(gpu), "_canonical_population",
-                        lambda self, i: pytest.fail("whole population decoded"))
-    rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(index))
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:  # (undo() would take cupy's stand-in too)
+        patch.setattr(type(gpu), "_fields_from_store",
+                      lambda self: pytest.fail("whole state decoded"))
+        rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(index))
     rho_all, u_all = (host_gpu.to_host(a) for a in gpu.macroscopic())
     np.testing.assert_array_equal(rho, rho_all[index])
     np.testing.assert_array_equal(u, u_all[(slice(None), *index)])
@@ -580,15 +580,15 @@ def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, monkeypatch):
     np.testing.assert_allclose(u, u_c[(slice(None), *index)], atol=1e-4)
     gpu._fields = None  # a profile's line (ints and a slice) and a plane, from their codes
     for line in ((solid[0], slice(None), solid[2]), (slice(2, 9), 4, slice(None))):
-        monkeypatch.setattr(type(gpu), "_canonical_population",
-                            lambda self, i: pytest.fail("whole population decoded"))
-        rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(line))
-        monkeypatch.undo()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(type(gpu), "_fields_from_store",
+                          lambda self: pytest.fail("whole state decoded"))
+            rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(line))
         np.testing.assert_array_equal(rho, rho_all[line])
         np.testing.assert_array_equal(u, u_all[(slice(None), *line)])
 
 
-def assert_divergence_check_reads_codes(backend, monkeypatch) -> None:
+def assert_divergence_check_reads_codes(backend) -> None:
     """The periodic divergence check of a 16-bit engine looks at its codes, without decoding ρ
     and u (0.5 s every 1000 steps at 100 M D3Q27 nodes); one NaN population still stops the
     run with its step and node."""
@@ -604,9 +604,9 @@ def assert_divergence_check_reads_codes(backend, monkeypatch) -> None:
     engine.step(2)
     solver = types.SimpleNamespace(engine=engine, backend=backend, rank_box=None, tags=tags,
                                    time_step=2, compute=params)
-    monkeypatch.setattr(type(engine), "macroscopic", lambda self: pytest.fail("decoded"))
-    check_finite(solver)  # finite codes: no decode
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:  # (undo() would take cupy's stand-in too)
+        patch.setattr(type(engine), "macroscopic", lambda self: pytest.fail("decoded"))
+        check_finite(solver)  # finite codes: no decode
     fmt = FORMATS["fp16s"]
     engine.buffers[engine.current][5][3, 2, 30] = fmt.inf_code | 1  # NaN: x 30, y 2, z 3
     engine._fields = None
@@ -616,18 +616,18 @@ def assert_divergence_check_reads_codes(backend, monkeypatch) -> None:
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 @pytest.mark.filterwarnings("ignore:invalid value encountered")  # the planted NaN, decoded
-def test_host_cuda_16bit_divergence_check_reads_codes_and_names_the_node(host_gpu, monkeypatch):
-    assert_divergence_check_reads_codes(host_gpu, monkeypatch)
+def test_host_cuda_16bit_divergence_check_reads_codes_and_names_the_node(host_gpu):
+    assert_divergence_check_reads_codes(host_gpu)
 
 
 @pytest.mark.gpu
 @pytest.mark.filterwarnings("ignore:invalid value encountered")
-def test_gpu_16bit_divergence_check_reads_codes_and_names_the_node(monkeypatch):
-    assert_divergence_check_reads_codes(select_backend("cuda"), monkeypatch)
+def test_gpu_16bit_divergence_check_reads_codes_and_names_the_node():
+    assert_divergence_check_reads_codes(select_backend("cuda"))
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-def test_host_cuda_16bit_rank_probes_read_their_own_nodes(host_gpu, monkeypatch):
+def test_host_cuda_16bit_rank_probes_read_their_own_nodes(host_gpu):
     """On a rank of a distributed 16-bit run, ρ and u at points, a line and a reversed plane of
     the owned box come from those nodes' codes in the grown arrays (the rank's whole state was
     decoded at every sample before), equal to the owned fields there bit for bit."""
@@ -646,10 +646,10 @@ def test_host_cuda_16bit_rank_probes_read_their_own_nodes(host_gpu, monkeypatch)
     cases = [tuple(np.array(v) for v in ([0, nz - 1, 2], [3, 0, ny - 1], [nx - 1, 5, 0])),
              (nz - 1, 2, slice(None)), (0, slice(1, 4), slice(None, None, -1))]
     for index in cases:
-        monkeypatch.setattr(type(engine), "_canonical_population",
-                            lambda self, i: pytest.fail("whole population decoded"))
-        rho, u = (host_gpu.to_host(a) for a in rank.macroscopic_at(index))
-        monkeypatch.undo()
+        with pytest.MonkeyPatch.context() as patch:  # (undo() would take cupy's stand-in too)
+            patch.setattr(type(engine), "_fields_from_store",
+                          lambda self: pytest.fail("whole state decoded"))
+            rho, u = (host_gpu.to_host(a) for a in rank.macroscopic_at(index))
         engine._fields = None
         rho_all, u_all = (host_gpu.to_host(a) for a in rank.macroscopic())
         np.testing.assert_array_equal(rho, rho_all[index])

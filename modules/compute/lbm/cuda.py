@@ -18,6 +18,7 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
+from thelma_py.modules.compute.lbm.fields16 import fields_from_codes, fields_source
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import (
     MOVING_TILE,
@@ -299,9 +300,15 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
 
     def _fields_from_store(self):
         """ρ = Σ f*_i and u = Σ c_i f*_i / ρ (− g/2 with a force; 0 at solid nodes) from the
-        held populations, one population at a time (temporaries: two fp32 fields, and the
-        decoding done in slabs of planes)."""
-        return self._fields_from(self._canonical_population, self.shape, self.solid_index)
+        held populations: pull in one kernel (:mod:`.fields16`, the same bits); push and AA,
+        which unstream each population with its wall fix-ups, one population at a time
+        (temporaries: two fp32 fields, and the decoding done in slabs of planes)."""
+        if self.scheme != "pull":
+            return self._fields_from(self._canonical_population, self.shape, self.solid_index)
+        module = compile_module(fields_source(self.lattice, self.store))
+        rho, u = fields_from_codes(module, self.buffers[self.current], self.shape,
+                                   self.lattice.d, self.cp)
+        return self._finish_fields(rho, u, self.solid_index)
 
     def _fields_from(self, population, shape: tuple, solid):
         """ρ, u of :meth:`_fields_from_store` from ``population(i)`` (f*_i, shaped
@@ -317,10 +324,15 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                     u[a] += f_i if c > 0 else -f_i
             del f_i
         u /= rho
+        return self._finish_fields(rho, u, solid)
+
+    def _finish_fields(self, rho, u, solid):
+        """ρ, u of summed populations: u less g/2 with a force, 0 at the flat positions
+        ``solid``."""
         if self.params.force is not None:
             for a, g in enumerate(self.params.force):
                 u[a] -= self.dtype.type(0.5 * g)
-        u.reshape(lat.d, -1)[:, solid] = 0
+        u.reshape(self.lattice.d, -1)[:, solid] = 0
         return rho, u
 
     def _canonical_population(self, i: int):

@@ -1,0 +1,84 @@
+"""ρ and u of 16-bit pull states in one kernel (modules/compute/lbm/fields16.py).
+
+The kernel must give the bits of the per-population sums it replaces (``CudaLbm._fields_from``,
+which probes and forces still use at a few nodes), and the moments of the stored state, which
+``canonical()`` decodes by another path (``layouts.from_scheme``) and which are summed here in
+float64. Run on the CPU through the host stand-in of CuPy (g++) and, marked gpu, on a GPU;
+the source also compiles with nvcc.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.lbm_setups import LATTICES, random_state, walled_geometry
+from tests.nvcc import compile_cubin
+from thelma_py.backend import select_backend
+from thelma_py.modules.compute.lbm import Lbm
+from thelma_py.modules.compute.lbm.fields16 import fields_source
+
+CASES = [("D3Q19", "fp16s"), ("D3Q27", "fp16c"), ("D2Q9", "fp16s")]
+
+
+def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, store: str):
+    lattice = LATTICES[lattice_name]
+    tags = walled_geometry(lattice).evaluate(lattice)
+    force = (2e-5, -1e-5, 1e-5)[:lattice.d]
+    params = Lbm(nu=0.04, collision="trt", store=store, force=force)
+    engine = params.create(lattice, tags, backend, np.dtype(np.float32))
+    engine.load_state({"f": random_state(lattice, tags.tags.shape, np.float32, seed=3)})
+    engine.step(3)
+    rho, u = (backend.to_host(a) for a in engine.macroscopic())
+    old_rho, old_u = (backend.to_host(a) for a in engine._fields_from(
+        engine._canonical_population, engine.shape, engine.solid_index))
+    np.testing.assert_array_equal(rho, old_rho)
+    np.testing.assert_array_equal(u, old_u)
+    canonical = backend.to_host(engine.canonical()).astype(np.float64)
+    rho_ref = canonical.sum(axis=0)
+    u_ref = np.tensordot(lattice.c.T.astype(np.float64), canonical, axes=1) / rho_ref
+    u_ref -= 0.5 * np.asarray(force).reshape(-1, *[1] * lattice.d)
+    u_ref[:, tags.solid] = 0
+    # float32 sums of Q values near w_i against float64: a few ulps of ρ ≈ 1; a wrong weight,
+    # sign or population shows as 1e-3 or more
+    assert np.abs(rho - rho_ref).max() < 2e-6
+    assert np.abs(u - u_ref).max() < 2e-6
+    assert (u[:, tags.solid] == 0).all()
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize(("lattice_name", "store"), CASES)
+def test_host_fields_kernel_gives_the_bits_of_the_population_sums(host_gpu, lattice_name,
+                                                                   store):
+    assert_kernel_fields_are_the_population_sums(host_gpu, lattice_name, store)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("lattice_name", "store"), CASES)
+def test_gpu_fields_kernel_gives_the_bits_of_the_population_sums(lattice_name, store):
+    assert_kernel_fields_are_the_population_sums(select_backend("cuda"), lattice_name, store)
+
+
+def test_fields_source_has_each_population_once_with_its_exact_weight():
+    lattice = LATTICES["D3Q27"]
+    source = fields_source(lattice, "fp16s")
+    for i, w in enumerate(lattice.w):
+        assert source.count(f"held[{i}LL * n + x]") == 1
+        assert float.fromhex(source.split(f"held[{i}LL * n + x]) + ")[1].split("f;")[0]) \
+            == float(np.float32(w))
+    assert source.count("u0 += f") == source.count("u0 -= f") == 9
+
+
+def nvcc_sources() -> list[str]:
+    return [fields_source(LATTICES[name], store) for name, store in CASES]
+
+
+@pytest.mark.nvcc(sources=nvcc_sources)
+def test_fields_kernels_compile_with_nvcc(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    for k, source in enumerate(nvcc_sources()):
+        result = compile_cubin(source, tmp_path, f"fields16_{k}")
+        assert result.returncode == 0, result.stderr[-3000:]

@@ -29,12 +29,13 @@ def peak(st: np.ndarray, power: np.ndarray) -> float:
     return float(st[inside][np.argmax(power[inside])])
 
 
-def ring_readings(run: dict, transient: float) -> dict[float, dict[str, float]]:
-    """The five St readings of every ring of ``run`` after ``transient`` d/U."""
+def ring_readings(run: dict, transient: float, end: float = np.inf
+                  ) -> dict[float, dict[str, float]]:
+    """The five St readings of every ring of ``run`` from ``transient`` to ``end`` d/U."""
     d, u = run["d"], run["u"]
     centre = (run.get("options") or {}).get("upstream", 4.0) * d
     probes = {k: np.asarray(v, dtype=float) for k, v in run["probes"].items()}
-    late = probes["step"] >= transient * d / u
+    late = (probes["step"] >= transient * d / u) & (probes["step"] <= end * d / u)
     columns = {k: v[late] for k, v in probes.items() if k != "step"}
     dt = float(np.mean(np.diff(probes["step"][late]))) * u / d  # in d/U: f is St
     out = {}
@@ -56,11 +57,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path, nargs="+")
     parser.add_argument("--transient", type=float, default=25.0)
+    parser.add_argument("--end", type=float, default=np.inf, help="end of the record (d/U)")
     args = parser.parse_args()
     for path in args.runs:
         for run in read_json(path)["runs"]:
             print(f"{path.name}: Re {run['reynolds']:g} {run['scheme']} d={run['d']}")
-            for at, readings in ring_readings(run, args.transient).items():
+            for at, readings in ring_readings(run, args.transient, args.end).items():
                 print(f"  {at:4.1f} d: " + ", ".join(f"{k} {v:.3f}" for k, v in readings.items()))
 
 

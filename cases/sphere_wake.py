@@ -16,8 +16,9 @@ cumulant model (D3Q27), passed through to the compute plug-in as plain parameter
 and d = 40 the parametrized cumulant with its limiter (Geier et al. 2017) with both faces
 characteristic gave c_D and St within 2 % of the DNS; the plain cumulant 12 % too high an St,
 Smagorinsky on BGK or MRT 5–8 % too much drag (docs/validation/flows.md, section 3). At
-Re 10 000 K17 is 8–10 % high in drag at d = 40–48 and 4.0 % at d = 64 (16-bit populations,
-``store='fp16s'``, 15 d × 7 d × 7 d), where it sheds at St 0.17 against the LES's 0.195.
+Re 10 000 K17 is 6.5–10 % high in drag at d = 40–48 and 4.0 % at d = 64 (16-bit populations,
+``store='fp16s'``, 15 d × 7 d × 7 d). Its shedding peak wanders: windows of 36 d/U read
+St 0.14–0.31, records of 150 d/U at d = 48 0.204 and 0.24, against the LES's 0.195.
 
 The forces plug-in records the momentum-exchange force every ``d / (16 u)`` steps (16 samples
 per convective time d / U), and a probes plug-in the velocity on rings of eight points about

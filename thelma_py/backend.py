@@ -31,6 +31,12 @@ def dtype_of(precision: str | type | np.dtype) -> np.dtype:
     return dtype
 
 
+def host_copy(array) -> np.ndarray:
+    """``array`` as a NumPy array: a device (CuPy) array is copied, a host array kept as it is
+    (the fields of a GPU run mix both: ρ and u on the device, the node kinds on the host)."""
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
 @attrs.frozen
 class Backend:
     """Where arrays live: ``xp`` is numpy or cupy."""
@@ -45,9 +51,8 @@ class Backend:
         return self.name == "cuda"
 
     def to_host(self, array) -> np.ndarray:
-        """``array`` as a NumPy array: a device array is copied, a host array kept (the
-        fields of a GPU run mix both: ρ and u on the device, the node kinds on the host)."""
-        return array.get() if hasattr(array, "get") else np.asarray(array)
+        """``array`` as a NumPy array (:func:`host_copy`)."""
+        return host_copy(array)
 
     def to_device(self, array: np.ndarray):
         return self.xp.asarray(array)

@@ -18,7 +18,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from thelma_py.backend import array_module
+from thelma_py.backend import array_module, host_copy
 from thelma_py.files import ensure_writable_dir
 from thelma_py.modules.results.background import BackgroundWriter
 from thelma_py.modules.results.bitmap_font import draw_text
@@ -480,10 +480,6 @@ def _device_like(array, host: np.ndarray):
     return array_module(array).asarray(host)
 
 
-def _to_host(array) -> np.ndarray:
-    return array.get() if hasattr(array, "get") else np.asarray(array)
-
-
 _COPY_STREAMS: dict = {}
 
 
@@ -504,7 +500,7 @@ def _start_copy(pixels, lo, hi):
     and an event, so the thread that steps the flow never waits for the device (the writer
     thread does). NumPy (and the host stand-in of the tests): the copy is made at once."""
     if type(pixels).__module__.split(".")[0] != "cupy":
-        host, bounds = _to_host(pixels), (float(_to_host(lo)), float(_to_host(hi)))
+        host, bounds = host_copy(pixels), (float(host_copy(lo)), float(host_copy(hi)))
         return lambda: (host, *bounds)
     import cupy
     import cupyx

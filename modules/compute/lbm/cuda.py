@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from thelma_py.backend import Backend
+from thelma_py.backend import Backend, host_copy
 from thelma_py.codegen.compile import compile_module
 from thelma_py.codegen.cuda import TILE
 from thelma_py.codegen.tag_tables import any_per_tile, box_walls, edge_table, tile_flags
@@ -47,9 +47,7 @@ def moving_tile_flags(walls: layouts.WallLinks, shape: tuple) -> np.ndarray:
     moving = np.zeros(int(np.prod(shape)), dtype=bool)
     for i, velocity in walls.velocity.items():
         if velocity is not None:
-            index = np.asarray(walls.index[i].get() if hasattr(walls.index[i], "get")
-                               else walls.index[i])
-            speed = np.asarray(velocity.get() if hasattr(velocity, "get") else velocity)
+            index, speed = host_copy(walls.index[i]), host_copy(velocity)
             moving[index[np.any(speed != 0, axis=0)]] = True
     return any_per_tile(moving.reshape(shape)).astype(np.uint8) * MOVING_TILE
 

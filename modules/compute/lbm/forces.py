@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thelma_py.backend import host_copy
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks, interpolated_bounce
@@ -140,7 +141,7 @@ class MomentumExchange:
                 total = total + _moment(2.0 * take(index) + term, c)
             if body in self.curved:
                 total = total + self.curved_sum(f_post, take, body)
-            out[body] = -host_array(total)
+            out[body] = -host_copy(total)
         return out
 
 
@@ -156,11 +157,6 @@ def _taker(f_post):
 def _moment(values, c):
     """Σ_links c_link values_link in float64: (D,), on the device of ``values``."""
     return (values.astype(np.float64)[:, None] * c).sum(axis=0)
-
-
-def host_array(array) -> np.ndarray:
-    """A NumPy copy (CuPy) or view (NumPy) of ``array``."""
-    return np.asarray(array.get() if hasattr(array, "get") else array)
 
 
 def forces(engine, bodies=None) -> dict[int, np.ndarray]:

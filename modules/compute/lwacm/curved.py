@@ -50,8 +50,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from thelma_py.backend import host_copy
 from thelma_py.lattice import Lattice
-from thelma_py.modules.compute.lbm.forces import MomentumExchange, host_array
+from thelma_py.modules.compute.lbm.forces import MomentumExchange
 from thelma_py.modules.compute.lbm.interpolated import cut_links
 from thelma_py.modules.compute.lwacm import rule
 from thelma_py.nodes import NodeTags
@@ -163,7 +164,7 @@ class LwacmExchange(MomentumExchange):
             mine = []
             for i, index, _, _, _ in rows:
                 flat, far, w = ghosts.links[i]
-                at = np.searchsorted(flat, host_array(index))
+                at = np.searchsorted(flat, host_copy(index))
                 mine.append((i, index, xp.asarray(far[at]), xp.asarray(w[:, at]), None))
             self.curved[body] = mine
 

@@ -38,7 +38,6 @@ def read_builtin_vti(path) -> tuple[tuple[int, ...], dict[str, np.ndarray]]:
     """A ``.vti`` of the built-in writer (appended raw, UInt64 headers, zlib or none) read with
     NumPy alone, for machines without the vtk package: (extent, name -> array in node order
     (z, y, x[, components]))."""
-
     data = Path(path).read_bytes()
     head, _, body = data.partition(b'<AppendedData encoding="raw">')
     body = body[body.index(b"_") + 1:]

@@ -2,10 +2,10 @@
 
 A 16-bit LBM engine keeps no ρ, u arrays (docs/DESIGN.md, "ρ, u on demand for 16-bit LBM").
 Computing them with CuPy a population at a time costs a dozen launches and temporaries per
-population: 72 ms for 256³ D3Q27 nodes on an H200, 77 steps of the K17 kernel, which a
-``statistics`` sample, an image or a VTK file paid each time (measured,
-``benchmarks/statistics_cost.py``). The kernel here reads the Q codes of a node once and writes
-ρ and u, about 70 bytes a node in D3Q27.
+population: about 70 ms for 256³ D3Q27 nodes on an H200 (a ``statistics`` sample of K17 took
+71.5 ms, 77 steps, ``benchmarks/statistics_cost.py``), which each sample, image or VTK file
+paid. The kernel here reads the Q codes of a node once and writes ρ and u, about 70 bytes a
+node in D3Q27: the sample now takes 1.74 ms.
 
 It makes the same float32 operations in the same order as
 :meth:`~thelma_py.modules.compute.lbm.cuda.CudaLbm._fields_from` (ρ = 0 + f_0 + f_1 + …,

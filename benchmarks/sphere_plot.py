@@ -52,12 +52,12 @@ def main() -> None:
     runs = [r for path in files for r in read_json(path)["runs"]]
     if args.transient is not None:
         runs = [r if "error" in r else remeasured(r, args.transient) for r in runs]
-    print("| Re | scheme | d | c_D | ref | St | ref | rings (d behind the centre) | averaged "
-          "(d/U) | MLUPS | wall s | diverged at d/U |")
-    print("|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|")
+    print("| Re | scheme | d | c_D | ref | St | halves | ref | rings (d behind the centre) | "
+          "averaged (d/U) | MLUPS | wall s | diverged at d/U |")
+    print("|---:|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---|")
     for r in runs:
         if "error" in r:
-            print(f"| {r['reynolds']:g} | {r['scheme']} | | not built: {r['error']} ||||||||")
+            print(f"| {r['reynolds']:g} | {r['scheme']} | | not built: {r['error']} |||||||||")
             continue
         ref = {k: f"{v:.3f}" if v else "—" for k, v in (r.get("reference") or {}).items()
                if k in ("c_D", "St")}
@@ -65,8 +65,9 @@ def main() -> None:
                            for a, st in (r.get("St_stations") or {}).items())
         print(f"| {r['reynolds']:g} | {label(r)} | {r['d']} | {r['c_D']:.3f} | "
               f"{ref.get('c_D', '—')} | {r['St']:.3f} ± {r['resolution'] / 2:.3f} | "
-              f"{ref.get('St', '—')} | {rings} | {r['convective_times']:.0f} | "
-              f"{r['mlups']:.0f} | {r.get('wall_seconds', 0):.0f} | {r['diverged_at']} |")
+              f"{flows.halves_text(r)} | {ref.get('St', '—')} | {rings} | "
+              f"{r['convective_times']:.0f} | {r['mlups']:.0f} | {r.get('wall_seconds', 0):.0f} | "
+              f"{r['diverged_at']} |")
     if args.no_figure:
         return
     import matplotlib

@@ -258,41 +258,55 @@ def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: 
     side-to-side motion (:func:`ring_motion`) at :data:`SHEDDING_FROM` d and beyond, with
     ``centre_x`` (the sphere's centre, in nodes); ``St_stations`` keeps each ring's peak, by
     its distance behind the centre in d. Without ``centre_x``, the peak of every cross-stream
-    column; without probes, the side force's."""
+    column; without probes, the side force's. ``St_halves`` is the same measure over the first
+    and the second half of the record: a wake whose shedding has settled reads the same in
+    both (to their bin width, twice the whole record's); where they part, St is not converged
+    (the K17 sphere at Re 10 000 reads 0.14 to 0.31 in windows of 36 d/U; flows.md, section 3,
+    session 23)."""
     late = series["step"] >= transient * d / u
     if late.sum() < 16 or not np.isfinite(series["c_D"][late]).all():
-        return {"c_D": math.nan, "St": math.nan, "St_force": math.nan,
-                "resolution": math.nan, "c_side_rms": math.nan, "convective_times": 0.0}
+        return {"c_D": math.nan, "St": math.nan, "St_halves": (math.nan, math.nan),
+                "St_force": math.nan, "resolution": math.nan, "c_side_rms": math.nan,
+                "convective_times": 0.0}
     t = series["step"][late]
     cy, cz = series["c_y"][late], series["c_z"][late]
     force = strouhal(t, (cy, cz), d, u)
-    st, stations = force["St"], {}
+    source, stations = (t, [cy, cz], (0.05, 1.0)), {}  # what St is read from
     if probes is not None:
         at = probes["step"] >= transient * d / u
         columns = {k: v[at] for k, v in probes.items() if k != "step"}
         if at.sum() >= 16 and all(np.isfinite(c).all() for c in columns.values()):
             times = probes["step"][at]
             if centre_x is None:
-                st = strouhal(times, list(cross_stream(columns).values()), d, u,
-                              SHEDDING_BAND)["St"]
+                source = (times, list(cross_stream(columns).values()), SHEDDING_BAND)
             else:
                 rings = {(x - centre_x) / d: m for x, m in ring_motion(columns).items()}
                 stations = {f"{a:.2f}": strouhal(times, m, d, u, SHEDDING_BAND)["St"]
                             for a, m in rings.items()}
                 far = [c for a, m in rings.items() if a >= SHEDDING_FROM for c in m]
-                st = strouhal(times, far, d, u, SHEDDING_BAND)["St"] if far else math.nan
+                source = (times, far, SHEDDING_BAND) if far else None
+    st, halves = math.nan, (math.nan, math.nan)
+    if source is not None:
+        times, signals, band = source
+        st = strouhal(times, signals, d, u, band)["St"]
+        cut = len(times) // 2
+        halves = tuple(strouhal(times[part], [c[part] for c in signals], d, u, band)["St"]
+                       for part in (slice(0, cut), slice(cut, None)))
     return {"c_D": float(series["c_D"][late].mean()),
             "c_side_rms": float(np.sqrt(np.mean((cy - cy.mean())**2 + (cz - cz.mean())**2))),
             "convective_times": float((t[-1] - t[0]) * u / d),
-            "St": st, "St_force": force["St"], "resolution": force["resolution"],
+            "St": st, "St_halves": halves, "St_force": force["St"],
+            "resolution": force["resolution"],
             **({"St_stations": stations} if stations else {})}
 
 
 def report(solver: tp.Solver, *, d: int, u: float, upstream: float = 4.0, **_) -> str:
     m = wake_measures(force_series(solver), d, u, transient=0.5 * solver.time_step * u / d,
                       probes=probe_series(solver), centre_x=upstream * d)
+    first, second = m["St_halves"]
     return (f"over the last {m['convective_times']:.1f} d/U: mean c_D = {m['c_D']:.3f}, "
-            f"St = {m['St']:.3f} (± {m['resolution'] / 2:.3f})")
+            f"St = {m['St']:.3f} (± {m['resolution'] / 2:.3f}; halves of the record "
+            f"{first:.3f} and {second:.3f})")
 
 
 if __name__ == "__main__":

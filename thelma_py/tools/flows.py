@@ -552,6 +552,13 @@ def _channel_stop(r: dict) -> str:
                                        f"{r['samples']} samples)")
 
 
+def halves_text(r: dict) -> str:
+    """The St of the two halves of a run's record (runs written before they were measured
+    have none)."""
+    halves = r.get("St_halves") or (math.nan, math.nan)
+    return " and ".join(f"{v:.3f}" for v in halves)
+
+
 def _sphere_line(r: dict) -> str:
     if "error" in r:
         return f"sphere Re={r['reynolds']:g} {r['scheme']}: {r['error']}"
@@ -560,7 +567,8 @@ def _sphere_line(r: dict) -> str:
     constant = f" C_s={les['c_s']:g}" if les else ""
     return (f"sphere Re={r['reynolds']:g} {r['scheme']}{constant} d={r['d']}: c_D = {r['c_D']:.3f} "
             f"(ref {ref.get('c_D')}), St = {r['St']:.3f} ± {r['resolution'] / 2:.3f} (ref "
-            f"{ref.get('St')}); {r['mlups']:.0f} MLUPS, {r['wall_seconds']:.0f} s"
+            f"{ref.get('St')}; halves of the record {halves_text(r)}); {r['mlups']:.0f} MLUPS, "
+            f"{r['wall_seconds']:.0f} s"
             + (f", stopped at {r['stopped_at']:.1f} d/U" if r.get("stopped_at") else "")
             + (f", DIVERGED at {r['diverged_at']:.1f} d/U" if r.get("diverged_at") else ""))
 

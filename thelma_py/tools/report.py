@@ -478,7 +478,8 @@ def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
                          inlet="characteristic", outlet="characteristic", kick=0.2,
                          transient=25.0, average=60.0)
     text = (f"Re = 3700, d = {r['d']}, {r['shape']}, {r['scheme']}, float32: c_D = {r['c_D']:.3f}, "
-            f"St = {r['St']:.3f} ± {r['resolution'] / 2:.3f}; reference "
+            f"St = {r['St']:.3f} ± {r['resolution'] / 2:.3f} (halves of the record "
+            f"{flows.halves_text(r)}); reference "
             f"{r['reference']['source']}: c_D {r['reference']['c_D']}, St "
             f"{r['reference']['St']}." + pulse_text)
     return Section(title, "sphere_subcritical", text, [*pulse_checks,

@@ -48,6 +48,7 @@ def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, sto
     assert (u[:, tags.solid] == 0).all()
 
 
+@pytest.mark.slow  # compiles the kernels with g++
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 @pytest.mark.parametrize(("lattice_name", "store"), CASES)
 def test_host_fields_kernel_gives_the_bits_of_the_population_sums(host_gpu, lattice_name,
@@ -75,6 +76,7 @@ def nvcc_sources() -> list[str]:
     return [fields_source(LATTICES[name], store) for name, store in CASES]
 
 
+@pytest.mark.slow
 @pytest.mark.nvcc(sources=nvcc_sources)
 def test_fields_kernels_compile_with_nvcc(tmp_path):
     if shutil.which("nvcc") is None:

@@ -259,9 +259,9 @@ def wake_measures(series: dict[str, np.ndarray], d: float, u: float, transient: 
     ``centre_x`` (the sphere's centre, in nodes); ``St_stations`` keeps each ring's peak, by
     its distance behind the centre in d. Without ``centre_x``, the peak of every cross-stream
     column; without probes, the side force's. ``St_halves`` is the same measure over the first
-    and the second half of the record: a wake whose shedding has settled reads the same in
-    both (to their bin width, twice the whole record's); where they part, St is not converged
-    (the K17 sphere at Re 10 000 reads 0.14 to 0.31 in windows of 36 d/U; flows.md, section 3,
+    and the second half of the record: a warning where they part, not a verdict (halves of
+    30–50 d/U scatter by 10–40 % even where the whole record holds still, as at Re 3700; the
+    K17 sphere at Re 10 000 reads 0.14 to 0.31 in windows of 36 d/U; flows.md, section 3,
     session 23)."""
     late = series["step"] >= transient * d / u
     if late.sum() < 16 or not np.isfinite(series["c_D"][late]).all():

@@ -84,3 +84,23 @@ def test_fields_kernels_compile_with_nvcc(tmp_path):
     for k, source in enumerate(nvcc_sources()):
         result = compile_cubin(source, tmp_path, f"fields16_{k}")
         assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.mark.slow  # compiles the step kernels with g++
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_states_too_large_for_32_bit_node_counts_keep_the_population_sums(host_gpu,
+                                                                          monkeypatch):
+    """Past :data:`MAX_FIELDS_NODES` the engine sums a population at a time instead of
+    launching the kernel (which counts nodes in int), with the same values."""
+    from thelma_py.modules.compute.lbm import cuda
+
+    lattice = LATTICES["D3Q19"]
+    tags = walled_geometry(lattice).evaluate(lattice)
+    engine = Lbm(nu=0.04, store="fp16s").create(lattice, tags, host_gpu, np.dtype(np.float32))
+    engine.load_state({"f": random_state(lattice, tags.tags.shape, np.float32, seed=5)})
+    engine.step(2)
+    rho = host_gpu.to_host(engine.macroscopic()[0])
+    engine._fields = None
+    monkeypatch.setattr(cuda, "MAX_FIELDS_NODES", engine.nodes)
+    monkeypatch.setattr(cuda, "fields_from_codes", lambda *a: pytest.fail("kernel launched"))
+    np.testing.assert_array_equal(host_gpu.to_host(engine.macroscopic()[0]), rho)

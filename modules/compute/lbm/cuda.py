@@ -18,7 +18,11 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
-from thelma_py.modules.compute.lbm.fields16 import fields_from_codes, fields_source
+from thelma_py.modules.compute.lbm.fields16 import (
+    MAX_FIELDS_NODES,
+    fields_from_codes,
+    fields_source,
+)
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import (
     MOVING_TILE,
@@ -125,6 +129,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         # when asked (docs/DESIGN.md, "16-bit LW-ACM records and ρ, u on demand")
         self.lean = self.store != "fp32"
         self._fields = None  # lean: (ρ, u) of the current state, once asked for
+        self._fields_module = None  # lean, pull: the fields16 kernel, at the first ask
         if self.lean:  # the plain kernels' rho_out, u_out: never written
             self._outputs = {"rho_out": xp.empty(1, dtype=self.dtype),
                              "u_out": xp.empty(1, dtype=self.dtype)}
@@ -301,10 +306,11 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         held populations: pull in one kernel (:mod:`.fields16`, the same bits); push and AA,
         which unstream each population with its wall fix-ups, one population at a time
         (temporaries: two fp32 fields, and the decoding done in slabs of planes)."""
-        if self.scheme != "pull":
+        if self.scheme != "pull" or self.nodes >= MAX_FIELDS_NODES:
             return self._fields_from(self._canonical_population, self.shape, self.solid_index)
-        module = compile_module(fields_source(self.lattice, self.store))
-        rho, u = fields_from_codes(module, self.buffers[self.current], self.shape,
+        if self._fields_module is None:  # compiled once (a sample, image or file asks often)
+            self._fields_module = compile_module(fields_source(self.lattice, self.store))
+        rho, u = fields_from_codes(self._fields_module, self.buffers[self.current], self.shape,
                                    self.lattice.d, self.cp)
         return self._finish_fields(rho, u, self.solid_index)
 

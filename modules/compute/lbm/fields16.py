@@ -23,6 +23,8 @@ from thelma_py.store16 import FORMATS, cuda_functions
 
 KERNEL_NAME = "fields16"
 BLOCK = 256
+MAX_FIELDS_NODES = 2**31
+"""The kernel counts nodes in 32-bit integers; larger states keep the per-population sums."""
 
 
 def _float_literal(value: float) -> str:
@@ -56,8 +58,8 @@ def fields_from_codes(module, held, shape: tuple, d: int, xp):
     """(ρ, u) float32 of the pull codes ``held`` (Q, *shape) with the compiled ``module`` of
     :func:`fields_source`."""
     n = int(np.prod(shape))
-    if n >= 2**31:
-        raise ValueError(f"fields16 indexes nodes with 32-bit integers; {n} nodes is too many")
+    if n >= MAX_FIELDS_NODES:
+        raise ValueError(f"fields16 counts nodes in 32-bit integers; {n} nodes is too many")
     rho = xp.empty(shape, dtype=np.float32)
     u = xp.empty((d, *shape), dtype=np.float32)
     module.get_function(KERNEL_NAME)(((n + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1),

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from tests.mpi.pieces import read_with_vtk
 from thelma_py import checkpoints as ck
 from thelma_py.backend import select_backend
 from thelma_py.modules.results.statistics import FlowStatistics
@@ -105,24 +106,12 @@ def test_sampling_starts_at_begin_and_counts_a_step_once():
     assert (stats.samples, stats.first_step, stats.last_step) == (8, 30, 100)
 
 
-def read_vti(path) -> dict[str, np.ndarray]:
-    from vtkmodules.util.numpy_support import vtk_to_numpy
-    from vtkmodules.vtkIOXML import vtkXMLImageDataReader
-
-    reader = vtkXMLImageDataReader()
-    reader.SetFileName(str(path))
-    reader.Update()
-    data = reader.GetOutput().GetPointData()
-    return {data.GetArrayName(k): vtk_to_numpy(data.GetArray(k))
-            for k in range(data.GetNumberOfArrays())}
-
-
 def test_the_file_holds_the_fields_as_paraview_reads_them(tmp_path):
     stats = tp.plugin("results", "statistics", path=tmp_path, every=20, precision="float64")
     solver = taylor_green(16, results=[stats])
     solver.run(200)
     solver.finish()
-    fields, arrays = stats.fields(solver), read_vti(tmp_path / "statistics.vti")
+    fields, (_, arrays) = stats.fields(solver), read_with_vtk(tmp_path / "statistics.vti")
     assert set(arrays) == {"rho_mean", "u_mean", "reynolds_stress", "u_rms", "tke"}
     assert arrays["reynolds_stress"].shape == (16 * 16, 6)
     assert arrays["u_mean"].shape == (16 * 16, 3)  # 2D vectors get a zero z

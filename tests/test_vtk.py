@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 from types import SimpleNamespace
 
 import attrs
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 import thelma_py as tp
+from tests.mpi.pieces import read_builtin_vti, read_with_vtk
 from thelma_py.files import OutputDirectoryError, atomic_path
 from thelma_py.modules.results.vtk import VtkWriter
 
@@ -57,21 +57,10 @@ def axis_fields(node_shape: tuple[int, ...]) -> dict[str, np.ndarray]:
 
 def read_vti(path) -> tuple[object, dict[str, np.ndarray]]:
     """(image, arrays): scalars as (Nz, Ny, Nx), vectors and tensors as (Nz, Ny, Nx, C)."""
-    from vtkmodules.util.numpy_support import vtk_to_numpy
-    from vtkmodules.vtkIOXML import vtkXMLImageDataReader
-
-    reader = vtkXMLImageDataReader()
-    reader.SetFileName(str(path))
-    reader.Update()
-    image = reader.GetOutput()
+    image, flat = read_with_vtk(path)
     nx, ny, nz = image.GetDimensions()
-    data = image.GetPointData()
-    arrays = {}
-    for k in range(data.GetNumberOfArrays()):
-        array = vtk_to_numpy(data.GetArray(k))
-        shape = (nz, ny, nx) + array.shape[1:]
-        arrays[data.GetArrayName(k)] = array.reshape(shape)
-    return image, arrays
+    return image, {name: array.reshape((nz, ny, nx) + array.shape[1:])
+                   for name, array in flat.items()}
 
 
 def pvd_entries(path) -> list[tuple[str, str]]:
@@ -248,11 +237,6 @@ def test_builtin_writer_files_read_back_with_vtk_like_its_own(tmp_path, points, 
 def test_numpy_reader_of_the_gpu_mpi_tests_reads_what_vtk_reads(tmp_path, compression):
     """tests/mpi/pieces.read_builtin_vti (for devices without the vtk package) against vtk's
     reader: a piece with a shifted extent, more than one zlib chunk, a 6-component tensor."""
-    sys.path.insert(0, str(Path(__file__).parent / "mpi"))
-    try:
-        from pieces import read_builtin_vti
-    finally:
-        sys.path.remove(str(Path(__file__).parent / "mpi"))
     rng = np.random.default_rng(7)
     node_shape = (9, 70, 600)  # 1.5 MB a float32 vector array: two zlib chunks
     fields = {"rho": rng.random(node_shape), "u": rng.standard_normal((3, *node_shape)),

@@ -66,3 +66,18 @@ def read_builtin_vti(path) -> tuple[tuple[int, ...], dict[str, np.ndarray]]:
         array = np.frombuffer(raw, types[kind])
         arrays[name] = array.reshape(shape + ((int(components),) if components != "1" else ()))
     return extent, arrays
+
+
+def read_with_vtk(path) -> tuple[object, dict[str, np.ndarray]]:
+    """(image, name -> array as vtk stores it: (N,) or (N, C), x fastest) of a ``.vti`` or a
+    ``.pvti``, read by the vtk package's own readers (what ParaView sees)."""
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLImageDataReader, vtkXMLPImageDataReader
+
+    reader = vtkXMLPImageDataReader() if str(path).endswith(".pvti") else vtkXMLImageDataReader()
+    reader.SetFileName(str(path))
+    reader.Update()
+    image = reader.GetOutput()
+    data = image.GetPointData()
+    return image, {data.GetArrayName(k): vtk_to_numpy(data.GetArray(k))
+                   for k in range(data.GetNumberOfArrays())}

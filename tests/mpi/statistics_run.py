@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 from decomposed_run import build
 from mpi4py import MPI
-from vtkmodules.util.numpy_support import vtk_to_numpy
-from vtkmodules.vtkIOXML import vtkXMLImageDataReader, vtkXMLPImageDataReader
+from pieces import read_with_vtk
 
 import thelma_py as tp
 
@@ -24,14 +23,6 @@ STEPS = 100
 
 def statistics(out: Path):
     return tp.plugin("results", "statistics", path=out, every=10, begin=20, precision="float64")
-
-
-def read(reader, path: Path) -> dict[str, np.ndarray]:
-    reader.SetFileName(str(path))
-    reader.Update()
-    data = reader.GetOutput().GetPointData()
-    return {data.GetArrayName(k): vtk_to_numpy(data.GetArray(k))
-            for k in range(data.GetNumberOfArrays())}
 
 
 def main(out: str, dims: str) -> int:
@@ -59,8 +50,8 @@ def main(out: str, dims: str) -> int:
     whole = build("D2Q9", "bgk", results=[whole_stats], comm=MPI.COMM_SELF)
     whole.run(STEPS)
     whole.finish()
-    joined = read(vtkXMLPImageDataReader(), out / "parts" / "statistics.pvti")
-    single = read(vtkXMLImageDataReader(), out / "whole" / "statistics.vti")
+    _, joined = read_with_vtk(out / "parts" / "statistics.pvti")
+    _, single = read_with_vtk(out / "whole" / "statistics.vti")
     assert set(joined) == set(single) == {"rho_mean", "u_mean", "reynolds_stress", "u_rms",
                                           "tke"}
     for name, value in single.items():

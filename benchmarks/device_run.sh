@@ -78,6 +78,9 @@ for part in "$@"; do
         --out "$out/tgv3d_mrt.json";;
     tgv)  # 3D Taylor-Green, Re 1600, every scheme, 128^3 and 256^3
       timeout 300 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --out "$out/tgv3d.json";;
+    statcost)  # what a statistics sample costs, by the one kernel and by array operations
+      timeout 200 python3 benchmarks/statistics_cost.py --paths kernel,arrays \
+        --json "$out/statistics_cost.json";;
     ncu)  # hardware counters of the closed-box step and the fused LW-ACM step
       for c in "lbm cavity" "lwacm-fused cavity"; do set -- $c
         timeout 120 ncu --clock-control none -k regex:step --launch-skip 6 --launch-count 1 \

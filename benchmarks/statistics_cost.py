@@ -1,11 +1,14 @@
 """What a sample of the ``statistics`` results plug-in costs a GPU run, measured.
 
     python benchmarks/statistics_cost.py [--size 256] [--steps 400] [--json OUT.json]
+        [--paths kernel,arrays]
 
-Each case runs twice through a Solver (periodic box, fp32): without results plug-ins and with
+Each case runs through a Solver (periodic box, fp32) without results plug-ins and with
 ``statistics`` sampling every step, timed after a warm-up; a sample costs the difference, given
 in ms and in steps of the same run. Cases: D3Q19 LBM BGK fp32 and D3Q27 cumulant K17 with 16-bit
-populations (the sphere's set-up).
+populations (the sphere's set-up). ``--paths``: the sample's sums by the one kernel of
+``statistics_kernel.py`` (what a GPU run takes), by CuPy array operations (what pieces past
+2^31 nodes take, and every sample before session 24), or both in the same process.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import json
 
 from thelma_py import registry
+from thelma_py.modules.results import statistics as statistics_plugin
 from thelma_py.solver import compose
 from thelma_py.tools.bench_cases import geometry_for
 from thelma_py.tools.bench_output import _timed_run
@@ -31,18 +35,26 @@ def solver(lattice: str, options: dict, size: int, results: list):
                    device="cuda", precision="float32", check_every=0)
 
 
-def measure(size: int, steps: int) -> list[dict]:
+def measure(size: int, steps: int, paths: tuple[str, ...] = ("kernel",)) -> list[dict]:
     rows = []
     for name, (lattice, options) in CASES.items():
         plain = _timed_run(solver(lattice, options, size, []), steps)
-        statistics = registry.create("results", "statistics", every=1)
-        sampled = _timed_run(solver(lattice, options, size, [statistics]), steps)
-        step_ms, sample_ms = 1e3 * plain / steps, 1e3 * (sampled - plain) / steps
-        rows.append({"case": name, "size": size, "steps": steps, "step_ms": step_ms,
-                     "sample_ms": sample_ms, "sample_in_steps": sample_ms / step_ms,
-                     "mlups": size ** 3 * steps / plain / 1e6})
-        print(f"{name}, {size}^3: a step {step_ms:.3f} ms ({rows[-1]['mlups']:,.0f} MLUPS), "
-              f"a sample {sample_ms:.3f} ms = {sample_ms / step_ms:.2f} steps")
+        for path in paths:
+            limit = statistics_plugin.MAX_SAMPLE_NODES
+            statistics_plugin.MAX_SAMPLE_NODES = limit if path == "kernel" else 0
+            try:
+                sampler = registry.create("results", "statistics", every=1)
+                sampled = _timed_run(solver(lattice, options, size, [sampler]), steps)
+            finally:
+                statistics_plugin.MAX_SAMPLE_NODES = limit
+            step_ms, sample_ms = 1e3 * plain / steps, 1e3 * (sampled - plain) / steps
+            rows.append({"case": name, "path": path, "size": size, "steps": steps,
+                         "step_ms": step_ms, "sample_ms": sample_ms,
+                         "sample_in_steps": sample_ms / step_ms,
+                         "mlups": size ** 3 * steps / plain / 1e6})
+            print(f"{name}, {size}^3, sums by {path}: a step {step_ms:.3f} ms "
+                  f"({rows[-1]['mlups']:,.0f} MLUPS), a sample {sample_ms:.3f} ms = "
+                  f"{sample_ms / step_ms:.2f} steps")
     return rows
 
 
@@ -51,8 +63,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--paths", default="kernel", help="kernel, arrays or both (comma)")
     args = parser.parse_args()
-    rows = measure(args.size, args.steps)
+    paths = tuple(args.paths.split(","))
+    if not set(paths) <= {"kernel", "arrays"}:
+        parser.error(f"--paths takes kernel and/or arrays, got {args.paths!r}")
+    rows = measure(args.size, args.steps, paths)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1)

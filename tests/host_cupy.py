@@ -42,6 +42,7 @@ using std::min;
 using std::sqrt;  // CUDA's sqrt(float) and sqrt(double) overloads
 inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }  // CUDA's rsqrt overloads
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline double __dmul_rn(double a, double b) { return a * b; }  // g++ runs -ffp-contract=off
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -236,7 +237,7 @@ def module() -> types.ModuleType:
     cp.RawModule = RawModule
     for name in ("empty", "zeros", "ones", "full", "array", "where", "tensordot", "empty_like",
                  "stack", "moveaxis", "ascontiguousarray", "roll", "isfinite", "concatenate",
-                 "argmax"):
+                 "argmax", "multiply"):
         setattr(cp, name, _wrap(getattr(np, name)))
     cp.cuda = types.SimpleNamespace(get_current_stream=Stream, Stream=Stream, Event=Event)
     return cp

@@ -57,3 +57,26 @@ def test_16_bit_populations_are_averaged_as_their_decoded_fields():
     xy = (centred[:, 0] * centred[:, 1]).mean(axis=0)
     np.testing.assert_allclose(got["reynolds_stress"][3], xy, rtol=0,
                                atol=1e-9 * np.abs(xy).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_sample_kernel_gives_the_bits_of_the_array_path(dtype, monkeypatch):
+    """On the GPU, one sample kernel against CuPy's array operations (the path of pieces past
+    2^31 nodes, forced here): the same running sums bit for bit, in 3D and 2D, and the two-pass
+    covariance of the fields."""
+    from tests.test_statistics import assert_covariance_in_paraviews_order, random_fields, sampled
+    from thelma_py.backend import select_backend
+    from thelma_py.modules.results import statistics
+
+    gpu = select_backend("cuda")
+    assert_covariance_in_paraviews_order(dtype, gpu)
+    rho, u = random_fields(dtype, samples=7, shape=(17, 33, 65), seed=11)
+    for fields in ((rho, u), (rho[:, 0], u[:, :2, 0])):
+        kernel, _ = sampled(*fields, gpu)
+        with monkeypatch.context() as patch:
+            patch.setattr(statistics, "MAX_SAMPLE_NODES", 0)
+            arrays, _ = sampled(*fields, gpu)
+        assert kernel._kernel is not None and arrays._kernel is None
+        for name, value in arrays._sums.items():
+            np.testing.assert_array_equal(gpu.to_host(kernel._sums[name]), gpu.to_host(value),
+                                          name)

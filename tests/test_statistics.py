@@ -5,6 +5,7 @@ fields), its file, checkpoints and refusals."""
 from __future__ import annotations
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,9 +13,11 @@ import pytest
 
 import thelma_py as tp
 from tests.mpi.pieces import read_with_vtk
+from tests.nvcc import compile_cubin
 from thelma_py import checkpoints as ck
 from thelma_py.backend import select_backend
-from thelma_py.modules.results.statistics import FlowStatistics
+from thelma_py.modules.results.statistics import TENSOR_ORDER, FlowStatistics, velocity_pairs
+from thelma_py.modules.results.statistics_kernel import sample_source
 
 
 def taylor_green(n=32, nu=0.02, u0=0.01, results=()):
@@ -58,33 +61,44 @@ def test_means_and_stresses_of_a_decaying_vortex_follow_from_its_decay_rate():
 class _Recorded:
     """A stand-in solver whose engine hands out prescribed fields, one set per step."""
 
-    def __init__(self, rho, u):
+    def __init__(self, rho, u, backend=None):
         self.rho, self.u, self.time_step = rho, u, 0
         self.shape = tuple(reversed(rho.shape[1:]))
-        self.backend = select_backend("cpu")
+        self.backend = backend or select_backend("cpu")
         self.rank_box = None
-        self.engine = SimpleNamespace(macroscopic=lambda: (self.rho[self.time_step],
-                                                           self.u[self.time_step]))
+        self.engine = SimpleNamespace(macroscopic=lambda: (
+            self.backend.to_device(self.rho[self.time_step]),
+            self.backend.to_device(self.u[self.time_step])))
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_a_3d_stress_tensor_is_the_covariance_in_paraviews_order(dtype):
+def random_fields(dtype, samples=40, shape=(3, 4, 5), seed=7):
+    """(ρ, u) of ``samples`` steps on a 3D ``shape``: u with a different spread and correlation
+    per component."""
+    rng = np.random.default_rng(seed)
+    mix = np.array([[1.0, 0.0, 0.0], [0.5, 2.0, 0.0], [-0.3, 0.7, 0.2]])
+    u = np.einsum("ab,sb...->sa...", mix, rng.standard_normal((samples, 3, *shape))) + 0.1
+    rho = 1 + 0.01 * rng.standard_normal((samples, *shape))
+    return rho.astype(dtype), u.astype(dtype)
+
+
+def sampled(rho, u, backend=None) -> tuple[FlowStatistics, _Recorded]:
+    """The plug-in after sampling every step of the recorded fields."""
+    solver, stats = _Recorded(rho, u, backend), FlowStatistics(every=1)
+    for step in range(len(rho)):
+        solver.time_step = step
+        stats(solver)
+    return stats, solver
+
+
+def assert_covariance_in_paraviews_order(dtype, backend=None):
     """Random fields with a different spread and correlation per component: the plug-in's six
     stress components are numpy's two-pass covariance in ParaView's symmetric-tensor order xx,
     yy, zz, xy, yz, xz, the means numpy's mean, to rounding. fp32 fields (as an fp32 run hands
     them out) are summed and multiplied in float64: the same answer to 1e-12, where products
     formed in fp32 would be off by ~1e-7."""
-    rng = np.random.default_rng(7)
-    samples, shape = 40, (3, 4, 5)
-    mix = np.array([[1.0, 0.0, 0.0], [0.5, 2.0, 0.0], [-0.3, 0.7, 0.2]])
-    u = np.einsum("ab,sb...->sa...", mix, rng.standard_normal((samples, 3, *shape))) + 0.1
-    rho = 1 + 0.01 * rng.standard_normal((samples, *shape))
-    solver = _Recorded(rho.astype(dtype), u.astype(dtype))
-    u, rho = u.astype(dtype).astype(np.float64), rho.astype(dtype).astype(np.float64)
-    stats = FlowStatistics(every=1)
-    for step in range(samples):
-        solver.time_step = step
-        stats(solver)
+    rho, u = random_fields(dtype)
+    stats, solver = sampled(rho, u, backend)
+    u, rho = u.astype(np.float64), rho.astype(np.float64)
     got = stats.fields(solver)
     centred = u - u.mean(axis=0)
     for component, (a, b) in enumerate(["xx", "yy", "zz", "xy", "yz", "xz"]):
@@ -96,6 +110,51 @@ def test_a_3d_stress_tensor_is_the_covariance_in_paraviews_order(dtype):
     np.testing.assert_allclose(got["rho_mean"], rho.mean(axis=0), rtol=1e-13)
     np.testing.assert_allclose(got["u_rms"], u.std(axis=0), rtol=1e-12)
     np.testing.assert_allclose(got["tke"], 0.5 * u.var(axis=0).sum(axis=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_3d_stress_tensor_is_the_covariance_in_paraviews_order(dtype):
+    assert_covariance_in_paraviews_order(dtype)
+
+
+@pytest.mark.slow  # compiles the kernel with g++
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_sample_kernel_gives_the_covariance_and_the_array_paths_bits(host_gpu, dtype):
+    """The one-kernel sample (statistics_kernel.py, run through the host stand-in of CuPy):
+    the covariance of the test above, and the running sums bit for bit those of the array
+    operations (the NumPy path), in 3D and 2D."""
+    assert_covariance_in_paraviews_order(dtype, host_gpu)
+    rho, u = random_fields(dtype, samples=7, seed=11)
+    for fields in ((rho, u), (rho[:, 0], u[:, :2, 0])):  # 3D, and a 2D slice of it
+        kernel, _ = sampled(*fields, host_gpu)
+        arrays, _ = sampled(*fields)
+        assert kernel._kernel is not None and arrays._kernel is None
+        for name, value in arrays._sums.items():
+            np.testing.assert_array_equal(host_gpu.to_host(kernel._sums[name]), value, name)
+
+
+def test_sample_source_adds_each_product_once_in_the_files_order():
+    source = sample_source(velocity_pairs(3), 3, np.float32)
+    for row, (a, b) in enumerate(TENSOR_ORDER):
+        assert source.count(f"sum_uu[{row}LL * n + x] += __dmul_rn(u{a}, u{b});") == 1
+    assert "const float* __restrict__ u" in sample_source(velocity_pairs(2), 2, np.float32)
+    assert "u2" not in sample_source(velocity_pairs(2), 2, np.float64)
+
+
+def nvcc_sources() -> list[str]:
+    return [sample_source(velocity_pairs(d), d, dtype)
+            for d in (2, 3) for dtype in (np.float32, np.float64)]
+
+
+@pytest.mark.slow
+@pytest.mark.nvcc(sources=nvcc_sources)
+def test_sample_kernels_compile_with_nvcc(tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    for k, source in enumerate(nvcc_sources()):
+        result = compile_cubin(source, tmp_path, f"statistics_{k}")
+        assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_sampling_starts_at_begin_and_counts_a_step_once():

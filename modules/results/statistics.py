@@ -11,11 +11,12 @@ sample copies nothing to the host), in float64. :meth:`FlowStatistics.write` (ca
   zz, xy, yz, xz (the z ones zero in 2D);
 - ``u_rms`` √⟨u′_a²⟩ by component and ``tke`` ½ Σ_a ⟨u′_a²⟩.
 
-The sums take (1 + D + D(D+1)/2) × 8 bytes a node and a product buffer 8 more: 88 in 3D, 56
-in 2D, on top of the run
-(:func:`sums_bytes_per_node`); a device that lacks them is refused with the bytes needed and
-free. Checkpoints keep the sums (:meth:`FlowStatistics.state_arrays`), so a resumed run
-averages over the same samples as one that did not stop, bit for bit.
+The sums take (1 + D + D(D+1)/2) × 8 bytes a node, and the array path a product buffer 8 more:
+at most 88 in 3D, 56 in 2D, on top of the run (:func:`sums_bytes_per_node`); a device that
+lacks them is refused with the bytes needed and free. On a GPU a sample is one kernel
+(:mod:`.statistics_kernel`), which needs no buffer and gives the array path's bits.
+Checkpoints keep the sums (:meth:`FlowStatistics.state_arrays`), so a resumed run averages
+over the same samples as one that did not stop, bit for bit.
 
 In a distributed run each rank sums the fields of its output piece (its sub-box and the first
 plane of its + neighbour, ghost layers refreshed at each sample: one halo exchange a sample)
@@ -31,7 +32,13 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from thelma_py.codegen.compile import compile_module
 from thelma_py.files import atomic_write_text, ensure_writable_dir
+from thelma_py.modules.results.statistics_kernel import (
+    MAX_SAMPLE_NODES,
+    add_with_kernel,
+    sample_source,
+)
 from thelma_py.modules.results.vtk import (
     FILE_PRECISIONS,
     WRITERS,
@@ -123,6 +130,7 @@ class FlowStatistics(Results):
     _sums: dict | None = attrs.field(default=None, init=False, repr=False)
     _backend: object = attrs.field(default=None, init=False, repr=False)
     _product: object = attrs.field(default=None, init=False, repr=False)
+    _kernel: object = attrs.field(default=None, init=False, repr=False)
 
     def start(self, solver) -> None:
         """Check the output directory and that the device holds the sums."""
@@ -146,7 +154,6 @@ class FlowStatistics(Results):
         self._backend, xp = solver.backend, solver.backend.xp
         self._sums = {"rho": xp.zeros(shape), "u": xp.zeros((d, *shape)),
                       "uu": xp.zeros((len(velocity_pairs(d)), *shape))}
-        self._product = xp.empty(shape)
 
     def __call__(self, solver) -> None:
         if self._sums is None:
@@ -156,17 +163,30 @@ class FlowStatistics(Results):
             return
         rho, u = (solver.engine.macroscopic() if solver.rank_box is None
                   else solver.piece_fields()[:2])
-        sums, product, xp = self._sums, self._product, self._backend.xp
-        sums["rho"] += rho
-        sums["u"] += u
-        for row, (a, b) in enumerate(velocity_pairs(len(solver.shape))):
-            # in float64 (exact for fp32 fields), into one buffer for every pair
-            sums["uu"][row] += xp.multiply(u[a], u[b], out=product, dtype=np.float64)
+        self.add_sample(rho, u)
         self.samples += 1
         self.first_step = step if self.first_step is None else self.first_step
         self.last_step = step
         if self.write_every and step % self.write_every == 0:
             self.write(solver)
+
+    def add_sample(self, rho, u) -> None:
+        """Add ρ (node shape) and u (D, node shape) to the sums (allocated by :meth:`start`),
+        without counting a sample: on a GPU in one kernel (:mod:`.statistics_kernel`, the same
+        bits), else by array operations."""
+        sums, xp, d = self._sums, self._backend.xp, u.shape[0]
+        if self._backend.is_gpu and rho.size < MAX_SAMPLE_NODES:
+            if self._kernel is None:  # compiled once: a run samples often
+                self._kernel = compile_module(sample_source(velocity_pairs(d), d, u.dtype))
+            add_with_kernel(self._kernel, sums, rho, u, xp)
+            return
+        if self._product is None:
+            self._product = xp.empty(rho.shape)
+        sums["rho"] += rho
+        sums["u"] += u
+        for row, (a, b) in enumerate(velocity_pairs(d)):
+            # in float64 (exact for fp32 fields), into one buffer for every pair
+            sums["uu"][row] += xp.multiply(u[a], u[b], out=self._product, dtype=np.float64)
 
     def fields(self, solver) -> dict[str, np.ndarray]:
         """The statistics so far as host arrays (see :func:`moments`); in a distributed run

@@ -16,7 +16,13 @@ from tests.mpi.pieces import read_with_vtk
 from tests.nvcc import compile_cubin
 from thelma_py import checkpoints as ck
 from thelma_py.backend import select_backend
-from thelma_py.modules.results.statistics import TENSOR_ORDER, FlowStatistics, velocity_pairs
+from thelma_py.modules.results.statistics import (
+    TENSOR_ORDER,
+    FlowStatistics,
+    sums_bytes_per_node,
+    uses_kernel,
+    velocity_pairs,
+)
 from thelma_py.modules.results.statistics_kernel import sample_source
 
 
@@ -251,3 +257,13 @@ def test_sums_that_do_not_fit_on_the_device_are_refused_with_the_bytes(monkeypat
     monkeypatch.setattr(type(solver.backend), "memory", lambda self: (1000, 10**9))
     with pytest.raises(MemoryError, match=r"need 0\.00 GiB .*56 B a node.* is free"):
         FlowStatistics().start(solver)
+
+
+def test_the_sample_kernel_needs_no_product_buffer():
+    """On a GPU the one-kernel sample needs the sums alone: 80 B a node in 3D (1 + 3 + 6
+    float64), the array path 88; pieces the kernel cannot count take the array path."""
+    assert (sums_bytes_per_node(3, buffer=False), sums_bytes_per_node(3)) == (80, 88)
+    assert (sums_bytes_per_node(2, buffer=False), sums_bytes_per_node(2)) == (48, 56)
+    gpu = SimpleNamespace(is_gpu=True)
+    assert uses_kernel(gpu, 2**31 - 1) and not uses_kernel(gpu, 2**31)
+    assert not uses_kernel(select_backend("cpu"), 10)

@@ -11,8 +11,8 @@ sample copies nothing to the host), in float64. :meth:`FlowStatistics.write` (ca
   zz, xy, yz, xz (the z ones zero in 2D);
 - ``u_rms`` √⟨u′_a²⟩ by component and ``tke`` ½ Σ_a ⟨u′_a²⟩.
 
-The sums take (1 + D + D(D+1)/2) × 8 bytes a node, and the array path a product buffer 8 more:
-at most 88 in 3D, 56 in 2D, on top of the run (:func:`sums_bytes_per_node`); a device that
+The sums take (1 + D + D(D+1)/2) × 8 bytes a node, 80 in 3D, and the array path a product
+buffer 8 more (88 in 3D, 56 in 2D), on top of the run (:func:`sums_bytes_per_node`); a device that
 lacks them is refused with the bytes needed and free. On a GPU a sample is one kernel
 (:mod:`.statistics_kernel`), which needs no buffer and gives the array path's bits.
 Checkpoints keep the sums (:meth:`FlowStatistics.state_arrays`), so a resumed run averages
@@ -65,10 +65,16 @@ def velocity_pairs(d: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in TENSOR_ORDER if b < d]
 
 
-def sums_bytes_per_node(d: int) -> int:
-    """Device bytes a node's running sums take: ρ, D velocities, D(D+1)/2 products and the
-    buffer of one product, float64."""
-    return 8 * (2 + d + len(velocity_pairs(d)))
+def sums_bytes_per_node(d: int, buffer: bool = True) -> int:
+    """Device bytes a node's running sums take: ρ, D velocities, D(D+1)/2 products and, with
+    ``buffer`` (the array path), the buffer of one product, float64."""
+    return 8 * (1 + buffer + d + len(velocity_pairs(d)))
+
+
+def uses_kernel(backend, nodes: int) -> bool:
+    """Whether a sample of ``nodes`` nodes on ``backend`` is one kernel
+    (:mod:`.statistics_kernel`) rather than array operations."""
+    return bool(backend.is_gpu) and nodes < MAX_SAMPLE_NODES
 
 
 def _non_negative(instance, attribute, value) -> None:
@@ -110,8 +116,8 @@ class FlowStatistics(Results):
                                   validator=attrs.validators.instance_of(Every))
     """When to sample: every N steps (an int) or an Every. Samples closer than the flow's
     correlation time add little. Measured on an H200 at 256³ (``benchmarks/statistics_cost.py``):
-    a sample costs 2.3 steps of D3Q19 BGK fp32 and 1.9 of D3Q27 K17 with 16-bit populations, so
-    every 10 steps costs about 20 % of the run, every 100 steps 2 %."""
+    a sample costs 1.2 steps of D3Q19 BGK fp32 and 1.1 of D3Q27 K17 with 16-bit populations, so
+    every 10 steps costs about 12 % of the run, every 100 steps 1 %."""
     begin: int = attrs.field(default=0, validator=_non_negative)
     """First step that may be sampled: leave out the start-up transient."""
     write_every: int | None = attrs.field(default=None, validator=attrs.validators.optional(
@@ -143,12 +149,13 @@ class FlowStatistics(Results):
         box = solver.rank_box
         extent = tuple(solver.shape) if box is None else box.piece()[1]
         d, shape = len(extent), tuple(reversed(extent))
-        needed = sums_bytes_per_node(d) * int(np.prod(shape))
+        per_node = sums_bytes_per_node(d, not uses_kernel(solver.backend, int(np.prod(shape))))
+        needed = per_node * int(np.prod(shape))
         memory = solver.backend.memory()
         if memory is not None and needed > memory[0]:
             raise MemoryError(
                 f"statistics: the running sums of ρ, u and u_a u_b need {needed / 2**30:.2f} GiB "
-                f"of device memory ({sums_bytes_per_node(d)} B a node, float64) but "
+                f"of device memory ({per_node} B a node, float64) but "
                 f"{memory[0] / 2**30:.2f} GiB is free; sample a smaller run or leave the "
                 "statistics plug-in out")
         self._backend, xp = solver.backend, solver.backend.xp
@@ -175,7 +182,7 @@ class FlowStatistics(Results):
         without counting a sample: on a GPU in one kernel (:mod:`.statistics_kernel`, the same
         bits), else by array operations."""
         sums, xp, d = self._sums, self._backend.xp, u.shape[0]
-        if self._backend.is_gpu and rho.size < MAX_SAMPLE_NODES:
+        if uses_kernel(self._backend, rho.size):
             if self._kernel is None:  # compiled once: a run samples often
                 self._kernel = compile_module(sample_source(velocity_pairs(d), d, u.dtype))
             add_with_kernel(self._kernel, sums, rho, u, xp)

@@ -79,7 +79,7 @@ for part in "$@"; do
     tgv)  # 3D Taylor-Green, Re 1600, every scheme, 128^3 and 256^3
       timeout 300 python3 benchmarks/tgv3d_gpu.py --sizes 128,256 --out "$out/tgv3d.json";;
     statcost)  # what a statistics sample costs, by the one kernel and by array operations
-      timeout 200 python3 benchmarks/statistics_cost.py --paths kernel,arrays \
+      timeout 200 python3 benchmarks/statistics_cost.py --paths kernel,arrays,populations \
         --json "$out/statistics_cost.json";;
     ncu)  # hardware counters of the closed-box step and the fused LW-ACM step
       for c in "lbm cavity" "lwacm-fused cavity"; do set -- $c

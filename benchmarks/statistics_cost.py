@@ -1,32 +1,54 @@
 """What a sample of the ``statistics`` results plug-in costs a GPU run, measured.
 
     python benchmarks/statistics_cost.py [--size 256] [--steps 400] [--json OUT.json]
-        [--paths kernel,arrays]
+        [--paths kernel,arrays,populations]
 
 Each case runs through a Solver (periodic box, fp32) without results plug-ins and with
-``statistics`` sampling every step, timed after a warm-up; a sample costs the difference, given
-in ms and in steps of the same run. Cases: D3Q19 LBM BGK fp32 and D3Q27 cumulant K17 with 16-bit
-populations (the sphere's set-up). ``--paths``: the sample's sums by the one kernel of
-``statistics_kernel.py`` (what a GPU run takes), by CuPy array operations (what pieces past
-2^31 nodes take, and every sample before session 24), or both in the same process.
+``statistics`` sampling every ``every`` steps, timed after a warm-up; a sample costs the
+difference over the samples, given in ms and in steps of the same run. Cases: D3Q19 LBM BGK
+fp32, D3Q27 cumulant K17 with 16-bit populations (the sphere's set-up), and D3Q19 BGK with
+16-bit populations in place (AA), sampled after even steps. ``--paths``, in the same process:
+``kernel``, what a run takes (the sums in one kernel, ``statistics_kernel.py``; the fields of
+16-bit states by ``fields16`` where each node holds its own populations); ``arrays``, the sums
+by CuPy array operations (what pieces past 2^31 nodes take, and every sample before session
+24); ``populations``, the fields of 16-bit states summed a population at a time (what AA took
+before session 24, and push still takes).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 
 from thelma_py import registry
+from thelma_py.modules.compute.lbm import cuda as lbm_cuda
 from thelma_py.modules.results import statistics as statistics_plugin
 from thelma_py.solver import compose
 from thelma_py.tools.bench_cases import geometry_for
 from thelma_py.tools.bench_output import _timed_run
 from thelma_py.tools.flows import K17
 
-CASES = {
-    "D3Q19 lbm bgk fp32": ("D3Q19", {"collision": "bgk"}),
-    "D3Q27 cumulant-k17 fp16s": ("D3Q27", {"collision": K17, "store": "fp16s"}),
+CASES = {  # lattice, compute options, every
+    "D3Q19 lbm bgk fp32": ("D3Q19", {"collision": "bgk"}, 1),
+    "D3Q27 cumulant-k17 fp16s": ("D3Q27", {"collision": K17, "store": "fp16s"}, 1),
+    "D3Q19 lbm bgk fp16s aa": ("D3Q19", {"collision": "bgk", "store": "fp16s",
+                                         "streaming": "aa"}, 2),
 }
+
+
+@contextlib.contextmanager
+def path_taken(path: str):
+    """The patches of ``path`` (see the module docstring), undone on leaving."""
+    saved = statistics_plugin.MAX_SAMPLE_NODES, lbm_cuda.held_slots
+    if path == "arrays":
+        statistics_plugin.MAX_SAMPLE_NODES = 0
+    elif path == "populations":
+        lbm_cuda.held_slots = lambda *args: None
+    try:
+        yield
+    finally:
+        statistics_plugin.MAX_SAMPLE_NODES, lbm_cuda.held_slots = saved
 
 
 def solver(lattice: str, options: dict, size: int, results: list):
@@ -37,22 +59,20 @@ def solver(lattice: str, options: dict, size: int, results: list):
 
 def measure(size: int, steps: int, paths: tuple[str, ...] = ("kernel",)) -> list[dict]:
     rows = []
-    for name, (lattice, options) in CASES.items():
+    for name, (lattice, options, every) in CASES.items():
         plain = _timed_run(solver(lattice, options, size, []), steps)
         for path in paths:
-            limit = statistics_plugin.MAX_SAMPLE_NODES
-            statistics_plugin.MAX_SAMPLE_NODES = limit if path == "kernel" else 0
-            try:
-                sampler = registry.create("results", "statistics", every=1)
+            if path == "populations" and "store" not in options:
+                continue  # fp32 engines keep ρ and u
+            with path_taken(path):
+                sampler = registry.create("results", "statistics", every=every)
                 sampled = _timed_run(solver(lattice, options, size, [sampler]), steps)
-            finally:
-                statistics_plugin.MAX_SAMPLE_NODES = limit
-            step_ms, sample_ms = 1e3 * plain / steps, 1e3 * (sampled - plain) / steps
+            step_ms, sample_ms = 1e3 * plain / steps, 1e3 * (sampled - plain) / (steps / every)
             rows.append({"case": name, "path": path, "size": size, "steps": steps,
-                         "step_ms": step_ms, "sample_ms": sample_ms,
+                         "every": every, "step_ms": step_ms, "sample_ms": sample_ms,
                          "sample_in_steps": sample_ms / step_ms,
                          "mlups": size ** 3 * steps / plain / 1e6})
-            print(f"{name}, {size}^3, sums by {path}: a step {step_ms:.3f} ms "
+            print(f"{name}, {size}^3, by {path}: a step {step_ms:.3f} ms "
                   f"({rows[-1]['mlups']:,.0f} MLUPS), a sample {sample_ms:.3f} ms = "
                   f"{sample_ms / step_ms:.2f} steps")
     return rows
@@ -63,11 +83,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--json", help="write the rows here")
-    parser.add_argument("--paths", default="kernel", help="kernel, arrays or both (comma)")
+    parser.add_argument("--paths", default="kernel",
+                        help="any of kernel, arrays, populations (comma-separated)")
     args = parser.parse_args()
     paths = tuple(args.paths.split(","))
-    if not set(paths) <= {"kernel", "arrays"}:
-        parser.error(f"--paths takes kernel and/or arrays, got {args.paths!r}")
+    if not set(paths) <= {"kernel", "arrays", "populations"}:
+        parser.error(f"--paths takes kernel, arrays, populations; got {args.paths!r}")
     rows = measure(args.size, args.steps, paths)
     if args.json:
         with open(args.json, "w") as handle:

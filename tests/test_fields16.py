@@ -1,4 +1,5 @@
-"""ρ and u of 16-bit pull states in one kernel (modules/compute/lbm/fields16.py).
+"""ρ and u of 16-bit states in one kernel (modules/compute/lbm/fields16.py): pull, and AA after
+an even step.
 
 The kernel must give the bits of the per-population sums it replaces (``CudaLbm._fields_from``,
 which probes and forces still use at a few nodes), and the moments of the stored state, which
@@ -18,20 +19,24 @@ from tests.lbm_setups import LATTICES, random_state, walled_geometry
 from tests.nvcc import compile_cubin
 from thelma_py.backend import select_backend
 from thelma_py.modules.compute.lbm import Lbm
-from thelma_py.modules.compute.lbm.fields16 import fields_source
+from thelma_py.modules.compute.lbm.fields16 import fields_source, held_slots
 
-CASES = [("D3Q19", "fp16s"), ("D3Q27", "fp16c"), ("D2Q9", "fp16s")]
+CASES = [("D3Q19", "fp16s", "pull"), ("D3Q27", "fp16c", "pull"), ("D2Q9", "fp16s", "pull"),
+         ("D3Q19", "fp16c", "aa"), ("D3Q27", "fp16s", "aa")]
 
 
-def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, store: str):
+def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, store: str,
+                                                 streaming: str, steps: int = 4):
+    """After ``steps`` steps (even: each node holds its own populations, in AA reversed)."""
     lattice = LATTICES[lattice_name]
     tags = walled_geometry(lattice).evaluate(lattice)
     force = (2e-5, -1e-5, 1e-5)[:lattice.d]
-    params = Lbm(nu=0.04, collision="trt", store=store, force=force)
+    params = Lbm(nu=0.04, collision="trt", store=store, force=force, streaming=streaming)
     engine = params.create(lattice, tags, backend, np.dtype(np.float32))
     engine.load_state({"f": random_state(lattice, tags.tags.shape, np.float32, seed=3)})
-    engine.step(3)
+    engine.step(steps)
     rho, u = (backend.to_host(a) for a in engine.macroscopic())
+    assert len(engine._fields_modules) == (steps % 2 == 0 or streaming == "pull")
     old_rho, old_u = (backend.to_host(a) for a in engine._fields_from(
         engine._canonical_population, engine.shape, engine.solid_index))
     np.testing.assert_array_equal(rho, old_rho)
@@ -50,16 +55,26 @@ def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, sto
 
 @pytest.mark.slow  # compiles the kernels with g++
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-@pytest.mark.parametrize(("lattice_name", "store"), CASES)
+@pytest.mark.parametrize(("lattice_name", "store", "streaming"), CASES)
 def test_host_fields_kernel_gives_the_bits_of_the_population_sums(host_gpu, lattice_name,
-                                                                   store):
-    assert_kernel_fields_are_the_population_sums(host_gpu, lattice_name, store)
+                                                                   store, streaming):
+    assert_kernel_fields_are_the_population_sums(host_gpu, lattice_name, store, streaming)
+
+
+@pytest.mark.slow  # compiles the kernels with g++
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+def test_in_place_states_after_an_odd_step_keep_the_population_sums(host_gpu):
+    """AA after an odd step holds f*_i(x) at node x + c_i: the fields come from the
+    per-population path (no kernel), right against the moments of ``canonical()``."""
+    assert_kernel_fields_are_the_population_sums(host_gpu, "D3Q19", "fp16s", "aa", steps=3)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("lattice_name", "store"), CASES)
-def test_gpu_fields_kernel_gives_the_bits_of_the_population_sums(lattice_name, store):
-    assert_kernel_fields_are_the_population_sums(select_backend("cuda"), lattice_name, store)
+@pytest.mark.parametrize(("lattice_name", "store", "streaming"), CASES)
+def test_gpu_fields_kernel_gives_the_bits_of_the_population_sums(lattice_name, store,
+                                                                  streaming):
+    assert_kernel_fields_are_the_population_sums(select_backend("cuda"), lattice_name, store,
+                                                 streaming)
 
 
 def test_fields_source_has_each_population_once_with_its_exact_weight():
@@ -72,8 +87,22 @@ def test_fields_source_has_each_population_once_with_its_exact_weight():
     assert source.count("u0 += f") == source.count("u0 -= f") == 9
 
 
+def test_held_slots_follow_the_layouts():
+    """Pull: slot i; AA after an even step: slot ī (the population that streams back); push and
+    AA after an odd step: at another node, no slot."""
+    lattice = LATTICES["D3Q19"]
+    assert held_slots(lattice, "pull", "post-odd") == tuple(range(19))
+    slots = held_slots(lattice, "aa", "post-even")
+    for i, j in enumerate(slots):
+        assert (lattice.c[j] == -lattice.c[i]).all()
+    assert held_slots(lattice, "aa", "post-odd") is None
+    assert held_slots(lattice, "push", "post-even") is None
+
+
 def nvcc_sources() -> list[str]:
-    return [fields_source(LATTICES[name], store) for name, store in CASES]
+    return [fields_source(LATTICES[name], store,
+                          held_slots(LATTICES[name], streaming, "post-even"))
+            for name, store, streaming in CASES]
 
 
 @pytest.mark.slow

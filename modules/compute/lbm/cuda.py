@@ -22,6 +22,7 @@ from thelma_py.modules.compute.lbm.fields16 import (
     MAX_FIELDS_NODES,
     fields_from_codes,
     fields_source,
+    held_slots,
 )
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import (
@@ -129,7 +130,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         # when asked (docs/DESIGN.md, "16-bit LW-ACM records and ρ, u on demand")
         self.lean = self.store != "fp32"
         self._fields = None  # lean: (ρ, u) of the current state, once asked for
-        self._fields_module = None  # lean, pull: the fields16 kernel, at the first ask
+        self._fields_modules = {}  # lean: the fields16 kernel of each layout, at the first ask
         if self.lean:  # the plain kernels' rho_out, u_out: never written
             self._outputs = {"rho_out": xp.empty(1, dtype=self.dtype),
                              "u_out": xp.empty(1, dtype=self.dtype)}
@@ -303,15 +304,18 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
 
     def _fields_from_store(self):
         """ρ = Σ f*_i and u = Σ c_i f*_i / ρ (− g/2 with a force; 0 at solid nodes) from the
-        held populations: pull in one kernel (:mod:`.fields16`, the same bits); push and AA,
-        which unstream each population with its wall fix-ups, one population at a time
-        (temporaries: two fp32 fields, and the decoding done in slabs of planes)."""
-        if self.scheme != "pull" or self.nodes >= MAX_FIELDS_NODES:
+        held populations: where each node holds its own (pull, AA after an even step) in one
+        kernel (:mod:`.fields16`, the same bits); push and AA after an odd step, which unstream
+        each population with its wall fix-ups, one population at a time (temporaries: two fp32
+        fields, and the decoding done in slabs of planes)."""
+        slots = held_slots(self.lattice, self.scheme, self.phase)
+        if slots is None or self.nodes >= MAX_FIELDS_NODES:
             return self._fields_from(self._canonical_population, self.shape, self.solid_index)
-        if self._fields_module is None:  # compiled once (a sample, image or file asks often)
-            self._fields_module = compile_module(fields_source(self.lattice, self.store))
-        rho, u = fields_from_codes(self._fields_module, self.buffers[self.current], self.shape,
-                                   self.lattice.d, self.cp)
+        if slots not in self._fields_modules:  # compiled once (samples, images, files ask often)
+            self._fields_modules[slots] = compile_module(
+                fields_source(self.lattice, self.store, slots))
+        rho, u = fields_from_codes(self._fields_modules[slots], self.buffers[self.current],
+                                   self.shape, self.lattice.d, self.cp)
         return self._finish_fields(rho, u, self.solid_index)
 
     def _fields_from(self, population, shape: tuple, solid):

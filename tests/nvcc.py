@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 FLAGS = ("-arch=sm_90", "--cubin", "-std=c++17")
 
 _pool: ThreadPoolExecutor | None = None
@@ -84,6 +86,15 @@ def assert_compiles(source: str, folder: Path, name: str, options: Iterable[str]
     result = compile_cubin(source, folder, name, options)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
+
+
+def assert_all_compile(sources: Iterable[str], folder: Path, stem: str) -> None:
+    """:func:`assert_compiles` of each source (named ``stem_0``, ``stem_1``, ...); skip the
+    test where nvcc is not on PATH."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    for k, source in enumerate(sources):
+        assert_compiles(source, folder, f"{stem}_{k}")
 
 
 def _background(run: Callable, folder: Path, source: str, options: tuple[str, ...], key: str):

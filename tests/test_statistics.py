@@ -13,7 +13,7 @@ import pytest
 
 import thelma_py as tp
 from tests.mpi.pieces import read_with_vtk
-from tests.nvcc import compile_cubin
+from tests.nvcc import assert_all_compile
 from thelma_py import checkpoints as ck
 from thelma_py.backend import select_backend
 from thelma_py.modules.results.statistics import (
@@ -156,11 +156,7 @@ def nvcc_sources() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.nvcc(sources=nvcc_sources)
 def test_sample_kernels_compile_with_nvcc(tmp_path):
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is not on PATH")
-    for k, source in enumerate(nvcc_sources()):
-        result = compile_cubin(source, tmp_path, f"statistics_{k}")
-        assert result.returncode == 0, result.stderr[-3000:]
+    assert_all_compile(nvcc_sources(), tmp_path, "statistics")
 
 
 def test_sampling_starts_at_begin_and_counts_a_step_once():

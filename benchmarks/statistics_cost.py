@@ -7,12 +7,13 @@ Each case runs through a Solver (periodic box, fp32) without results plug-ins an
 ``statistics`` sampling every ``every`` steps, timed after a warm-up; a sample costs the
 difference over the samples, given in ms and in steps of the same run. Cases: D3Q19 LBM BGK
 fp32, D3Q27 cumulant K17 with 16-bit populations (the sphere's set-up), and D3Q19 BGK with
-16-bit populations in place (AA), sampled after even steps. ``--paths``, in the same process:
-``kernel``, what a run takes (the sums in one kernel, ``statistics_kernel.py``; the fields of
-16-bit states by ``fields16`` where each node holds its own populations); ``arrays``, the sums
-by CuPy array operations (what pieces past 2^31 nodes take, and every sample before session
-24); ``populations``, the fields of 16-bit states summed a population at a time (what AA took
-before session 24, and push still takes).
+16-bit populations in place (AA: the samples alternate between the layouts after even and odd
+steps) and pushed. ``--paths``, in the same process: ``kernel``, what a run takes (the sums in
+one kernel, ``statistics_kernel.py``; the fields of 16-bit states by ``fields16``);
+``arrays``, the sums by CuPy array operations (what pieces past 2^31 nodes take, and every
+sample before session 24); ``populations``, the fields of 16-bit states summed a population
+at a time (what pull took before session 23, AA and push before session 24, and moving walls
+with push or AA after odd steps still take).
 """
 
 from __future__ import annotations
@@ -33,22 +34,24 @@ CASES = {  # lattice, compute options, every
     "D3Q19 lbm bgk fp32": ("D3Q19", {"collision": "bgk"}, 1),
     "D3Q27 cumulant-k17 fp16s": ("D3Q27", {"collision": K17, "store": "fp16s"}, 1),
     "D3Q19 lbm bgk fp16s aa": ("D3Q19", {"collision": "bgk", "store": "fp16s",
-                                         "streaming": "aa"}, 2),
+                                         "streaming": "aa"}, 1),
+    "D3Q19 lbm bgk fp16s push": ("D3Q19", {"collision": "bgk", "store": "fp16s",
+                                           "streaming": "push"}, 1),
 }
 
 
 @contextlib.contextmanager
 def path_taken(path: str):
     """The patches of ``path`` (see the module docstring), undone on leaving."""
-    saved = statistics_plugin.MAX_SAMPLE_NODES, lbm_cuda.held_slots
+    saved = statistics_plugin.MAX_SAMPLE_NODES, lbm_cuda.MAX_FIELDS_NODES
     if path == "arrays":
         statistics_plugin.MAX_SAMPLE_NODES = 0
     elif path == "populations":
-        lbm_cuda.held_slots = lambda *args: None
+        lbm_cuda.MAX_FIELDS_NODES = 0
     try:
         yield
     finally:
-        statistics_plugin.MAX_SAMPLE_NODES, lbm_cuda.held_slots = saved
+        statistics_plugin.MAX_SAMPLE_NODES, lbm_cuda.MAX_FIELDS_NODES = saved
 
 
 def solver(lattice: str, options: dict, size: int, results: list):

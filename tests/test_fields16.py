@@ -1,5 +1,5 @@
-"""ρ and u of 16-bit states in one kernel (modules/compute/lbm/fields16.py): pull, and AA after
-an even step.
+"""ρ and u of 16-bit states in one kernel (modules/compute/lbm/fields16.py): pull, AA and
+push.
 
 The kernel must give the bits of the per-population sums it replaces (``CudaLbm._fields_from``,
 which probes and forces still use at a few nodes), and the moments of the stored state, which
@@ -18,25 +18,52 @@ import pytest
 from tests.lbm_setups import LATTICES, random_state, walled_geometry
 from tests.nvcc import assert_all_compile
 from thelma_py.backend import select_backend
+from thelma_py.geometry import Geometry, Sphere
 from thelma_py.modules.compute.lbm import Lbm
-from thelma_py.modules.compute.lbm.fields16 import fields_source, held_slots
+from thelma_py.modules.compute.lbm.fields16 import fields_source, held_slots, streamed_source
 
 CASES = [("D3Q19", "fp16s", "pull"), ("D3Q27", "fp16c", "pull"), ("D2Q9", "fp16s", "pull"),
          ("D3Q19", "fp16c", "aa"), ("D3Q27", "fp16s", "aa")]
+"""Moving walls (:func:`walled_geometry`): the kernel where each node holds its own
+populations (pull, AA after even steps)."""
+STREAMED = [("D3Q19", "fp16s", "push", "resting", 4), ("D3Q27", "fp16c", "aa", "resting", 3),
+            ("D2Q9", "fp16s", "push", "resting", 3), ("D2Q9", "fp16c", "aa", "closed", 5),
+            ("D3Q19", "fp16c", "aa", "closed", 3), ("D3Q27", "fp16s", "push", "periodic", 2)]
+"""Walls at rest, populations streamed to the neighbours (push; AA after odd steps): tags
+stored (a body), computed in clean tiles (a closed box) and none (a periodic box)."""
+
+
+def resting_geometry(lattice, kind: str) -> Geometry:
+    """'resting': periodic along x, walls at rest beyond the other faces and a solid sphere
+    (disc); 'closed': walls at rest on every face, no body; 'periodic': no wall. Odd x sizes
+    (ragged tiles)."""
+    shape = (37, 24) if lattice.d == 2 else (37, 14, 12)
+    periodic = {"resting": (True, False, False), "closed": (False,) * 3,
+                "periodic": (True,) * 3}[kind][:lattice.d]
+    geo = Geometry(shape, periodic=periodic)
+    if kind == "resting":
+        geo.wall(Sphere((12.3, 10.7) if lattice.d == 2 else (12.3, 6.7, 5.2), 3.6))
+    return geo
 
 
 def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, store: str,
-                                                 streaming: str, steps: int = 4):
-    """After ``steps`` steps (even: each node holds its own populations, in AA reversed)."""
+                                                 streaming: str, steps: int = 4,
+                                                 geometry: str = "moving"):
+    """After ``steps`` steps on ``geometry`` (:func:`walled_geometry` for 'moving', else
+    :func:`resting_geometry`): the kernel's fields are the bits of the per-population sums and
+    the float64 moments of ``canonical()`` to rounding; the kernel ran unless the populations
+    are streamed past moving walls."""
     lattice = LATTICES[lattice_name]
-    tags = walled_geometry(lattice).evaluate(lattice)
+    geo = walled_geometry(lattice) if geometry == "moving" else resting_geometry(lattice, geometry)
+    tags = geo.evaluate(lattice)
     force = (2e-5, -1e-5, 1e-5)[:lattice.d]
     params = Lbm(nu=0.04, collision="trt", store=store, force=force, streaming=streaming)
     engine = params.create(lattice, tags, backend, np.dtype(np.float32))
     engine.load_state({"f": random_state(lattice, tags.tags.shape, np.float32, seed=3)})
     engine.step(steps)
     rho, u = (backend.to_host(a) for a in engine.macroscopic())
-    assert len(engine._fields_modules) == (steps % 2 == 0 or streaming == "pull")
+    streamed = streaming == "push" or (streaming == "aa" and steps % 2 == 1)
+    assert len(engine._fields_modules) == (not streamed or geometry != "moving")
     old_rho, old_u = (backend.to_host(a) for a in engine._fields_from(
         engine._canonical_population, engine.shape, engine.solid_index))
     np.testing.assert_array_equal(rho, old_rho)
@@ -51,6 +78,7 @@ def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, sto
     assert np.abs(rho - rho_ref).max() < 2e-6
     assert np.abs(u - u_ref).max() < 2e-6
     assert (u[:, tags.solid] == 0).all()
+    return engine
 
 
 @pytest.mark.slow  # compiles the kernels with g++
@@ -63,10 +91,22 @@ def test_host_fields_kernel_gives_the_bits_of_the_population_sums(host_gpu, latt
 
 @pytest.mark.slow  # compiles the kernels with g++
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-def test_in_place_states_after_an_odd_step_keep_the_population_sums(host_gpu):
-    """AA after an odd step holds f*_i(x) at node x + c_i: the fields come from the
-    per-population path (no kernel), right against the moments of ``canonical()``."""
-    assert_kernel_fields_are_the_population_sums(host_gpu, "D3Q19", "fp16s", "aa", steps=3)
+@pytest.mark.parametrize(("lattice_name", "store", "streaming", "geometry", "steps"), STREAMED)
+def test_host_streamed_kernel_gives_the_bits_of_the_population_sums(host_gpu, lattice_name,
+                                                                     store, streaming,
+                                                                     geometry, steps):
+    engine = assert_kernel_fields_are_the_population_sums(host_gpu, lattice_name, store,
+                                                          streaming, steps, geometry)
+    assert engine.tags_stored == (geometry == "resting")  # each way of reading the tags
+
+
+@pytest.mark.slow  # compiles the kernels with g++
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+@pytest.mark.parametrize("streaming", ["push", "aa"])
+def test_streamed_states_with_moving_walls_keep_the_population_sums(host_gpu, streaming):
+    """Push, and AA after an odd step, past moving walls (Ladd's term at their links): the
+    fields come from the per-population path (no kernel), right against ``canonical()``."""
+    assert_kernel_fields_are_the_population_sums(host_gpu, "D3Q19", "fp16s", streaming, 3)
 
 
 @pytest.mark.gpu
@@ -75,6 +115,14 @@ def test_gpu_fields_kernel_gives_the_bits_of_the_population_sums(lattice_name, s
                                                                   streaming):
     assert_kernel_fields_are_the_population_sums(select_backend("cuda"), lattice_name, store,
                                                  streaming)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("lattice_name", "store", "streaming", "geometry", "steps"), STREAMED)
+def test_gpu_streamed_kernel_gives_the_bits_of_the_population_sums(lattice_name, store,
+                                                                    streaming, geometry, steps):
+    assert_kernel_fields_are_the_population_sums(select_backend("cuda"), lattice_name, store,
+                                                 streaming, steps, geometry)
 
 
 def test_fields_source_has_each_population_once_with_its_exact_weight():
@@ -102,7 +150,11 @@ def test_held_slots_follow_the_layouts():
 def nvcc_sources() -> list[str]:
     return [fields_source(LATTICES[name], store,
                           held_slots(LATTICES[name], streaming, "post-even"))
-            for name, store, streaming in CASES]
+            for name, store, streaming in CASES] + [
+        streamed_source(LATTICES[name], store, streaming, walls)
+        for name, store, streaming, walls in (("D3Q19", "fp16s", "push", 0),
+                                              ("D3Q27", "fp16c", "aa", 0b111111),
+                                              ("D2Q9", "fp16s", "aa", 0b1111))]
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from thelma_py.modules.compute.lbm.fields16 import (
     fields_from_codes,
     fields_source,
     held_slots,
+    streamed_source,
 )
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import (
@@ -304,18 +305,23 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
 
     def _fields_from_store(self):
         """ρ = Σ f*_i and u = Σ c_i f*_i / ρ (− g/2 with a force; 0 at solid nodes) from the
-        held populations: where each node holds its own (pull, AA after an even step) in one
-        kernel (:mod:`.fields16`, the same bits); push and AA after an odd step, which unstream
-        each population with its wall fix-ups, one population at a time (temporaries: two fp32
+        held populations, in one kernel (:mod:`.fields16`, the same bits as the per-population
+        sums): where each node holds its own (pull, AA after an even step), and where they are
+        streamed to the neighbours (push, AA after an odd step) with walls at rest. Moving
+        walls (Ladd's term at the links into them) and states of 2^31 nodes or more take the
+        per-population path, which unstreams a population at a time (temporaries: two fp32
         fields, and the decoding done in slabs of planes)."""
         slots = held_slots(self.lattice, self.scheme, self.phase)
-        if slots is None or self.nodes >= MAX_FIELDS_NODES:
+        if self.nodes >= MAX_FIELDS_NODES or (slots is None and self.walls.moving):
             return self._fields_from(self._canonical_population, self.shape, self.solid_index)
-        if slots not in self._fields_modules:  # compiled once (samples, images, files ask often)
-            self._fields_modules[slots] = compile_module(
-                fields_source(self.lattice, self.store, slots))
-        rho, u = fields_from_codes(self._fields_modules[slots], self.buffers[self.current],
-                                   self.shape, self.lattice.d, self.cp)
+        layout = slots if slots is not None else self.scheme
+        if layout not in self._fields_modules:  # compiled once (samples, images, files ask often)
+            self._fields_modules[layout] = compile_module(
+                fields_source(self.lattice, self.store, slots) if slots is not None else
+                streamed_source(self.lattice, self.store, self.scheme, self.box_walls))
+        tags = None if slots is not None else (self.tag_words, self.tile_flags)
+        rho, u = fields_from_codes(self._fields_modules[layout], self.buffers[self.current],
+                                   self.shape, self.lattice.d, self.cp, tags)
         return self._finish_fields(rho, u, self.solid_index)
 
     def _fields_from(self, population, shape: tuple, solid):

@@ -107,11 +107,13 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int) -
         c = c3(lattice, i)
         at = {a: (v if step == 0 else f"{v}{'p' if step > 0 else 'm'}")
               for a, v, step in zip("xyz", "xyz", c, strict=True)}
-        neighbour = f"{at['x']} + (long long)nx * ({at['y']} + (long long)ny * {at['z']})"
+        neighbour = f"({at['x']} + nx * ({at['y']} + ny * {at['z']}))"
         j = opposite[i]
-        return (f"solid ? held[{own(i)}LL * count + n] : "
-                f"((tag >> {layout.link_bit(j)}) & 1) ? held[{j}LL * count + n] : "
-                f"held[{i}LL * count + {neighbour}]")
+        # one load at a selected slot and node (constants and ints: selects, not branches),
+        # so that the Q loads of a thread go out together instead of one after another
+        back = f"((tag >> {layout.link_bit(j)}) & 1)"
+        return (f"held[(long long)(solid ? {own(i)} : {back} ? {j} : {i}) * count + "
+                f"(solid || {back} ? m : {neighbour})]")
 
     computed = "face_tag(x, y, z, nx, ny, nz)" if box_walls else "(tag_t)KIND_FLUID"
     wrapped = "".join(f"    const int {a}m = {a} == 0 ? n{a} - 1 : {a} - 1, "
@@ -119,8 +121,8 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int) -
     body = ("    const long long count = (long long)nx * ny * nz;\n"
             "    const long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
             "    if (n >= count) return;\n"
-            "    const int x = (int)(n % nx), y = (int)((n / nx) % ny), "
-            "z = (int)(n / ((long long)nx * ny));\n"
+            "    const int m = (int)n;  // < 2^31 nodes: 32-bit division, not 64-bit\n"
+            "    const int x = m % nx, y = (m / nx) % ny, z = m / (nx * ny);\n"
             "    const tag_t tag = tile_flags[(x / TILE) + ((nx + TILE - 1) / TILE) * "
             f"(y + ny * z)] ? tags[n] : {computed};\n"
             "    const unsigned kind = (unsigned)(tag & TAG_KIND_MASK);\n"

@@ -63,7 +63,7 @@ def assert_kernel_fields_are_the_population_sums(backend, lattice_name: str, sto
     engine.step(steps)
     rho, u = (backend.to_host(a) for a in engine.macroscopic())
     streamed = streaming == "push" or (streaming == "aa" and steps % 2 == 1)
-    assert len(engine._fields_modules) == (not streamed or geometry != "moving")
+    assert len(engine._fields_kernels) == (not streamed or geometry != "moving")
     old_rho, old_u = (backend.to_host(a) for a in engine._fields_from(
         engine._canonical_population, engine.shape, engine.solid_index))
     np.testing.assert_array_equal(rho, old_rho)

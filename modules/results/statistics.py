@@ -35,6 +35,7 @@ import numpy as np
 from thelma_py.codegen.compile import compile_module
 from thelma_py.files import atomic_write_text, ensure_writable_dir
 from thelma_py.modules.results.statistics_kernel import (
+    KERNEL_NAME,
     MAX_SAMPLE_NODES,
     add_with_kernel,
     sample_source,
@@ -183,8 +184,9 @@ class FlowStatistics(Results):
         bits), else by array operations."""
         sums, xp, d = self._sums, self._backend.xp, u.shape[0]
         if uses_kernel(self._backend, rho.size):
-            if self._kernel is None:  # compiled once: a run samples often
-                self._kernel = compile_module(sample_source(velocity_pairs(d), d, u.dtype))
+            if self._kernel is None:  # compiled and looked up once: a run samples often
+                self._kernel = compile_module(sample_source(velocity_pairs(d), d, u.dtype)
+                                              ).get_function(KERNEL_NAME)
             add_with_kernel(self._kernel, sums, rho, u, xp)
             return
         if self._product is None:

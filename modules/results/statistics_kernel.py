@@ -43,12 +43,13 @@ def sample_source(pairs: Sequence[tuple[int, int]], d: int, dtype) -> str:
             "    sum_rho[x] += (double)rho[x];\n" + velocity + products + "}\n")
 
 
-def add_with_kernel(module, sums: dict, rho, u, xp) -> None:
+def add_with_kernel(kernel, sums: dict, rho, u, xp) -> None:
     """Add one sample of ρ and u (device arrays; made contiguous here) to ``sums`` ('rho',
-    'u', 'uu', contiguous float64) with the compiled ``module`` of :func:`sample_source`."""
+    'u', 'uu', contiguous float64) with ``kernel``, the compiled ``KERNEL_NAME`` of
+    :func:`sample_source`."""
     n = int(np.prod(rho.shape))
     if n >= MAX_SAMPLE_NODES:
         raise ValueError(f"{KERNEL_NAME} counts nodes in 32-bit integers; {n} nodes is too many")
     rho, u = xp.ascontiguousarray(rho), xp.ascontiguousarray(u)
-    module.get_function(KERNEL_NAME)(((n + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1),
-                                     (rho, u, sums["rho"], sums["u"], sums["uu"], np.int32(n)))
+    kernel(((n + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1),
+           (rho, u, sums["rho"], sums["u"], sums["uu"], np.int32(n)))

@@ -21,9 +21,8 @@ from thelma_py.modules.compute.lbm import layouts
 from thelma_py.modules.compute.lbm.fields16 import (
     MAX_FIELDS_NODES,
     fields_from_codes,
-    fields_source,
+    fields_kernel,
     held_slots,
-    streamed_source,
 )
 from thelma_py.modules.compute.lbm.interpolated import CurvedLinks
 from thelma_py.modules.compute.lbm.kernels import (
@@ -131,7 +130,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         # when asked (docs/DESIGN.md, "16-bit LW-ACM records and ρ, u on demand")
         self.lean = self.store != "fp32"
         self._fields = None  # lean: (ρ, u) of the current state, once asked for
-        self._fields_modules = {}  # lean: the fields16 kernel of each layout, at the first ask
+        self._fields_kernels = {}  # lean: the fields16 kernel of each layout, at the first ask
         if self.lean:  # the plain kernels' rho_out, u_out: never written
             self._outputs = {"rho_out": xp.empty(1, dtype=self.dtype),
                              "u_out": xp.empty(1, dtype=self.dtype)}
@@ -315,12 +314,11 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         if self.nodes >= MAX_FIELDS_NODES or (slots is None and self.walls.moving):
             return self._fields_from(self._canonical_population, self.shape, self.solid_index)
         layout = slots if slots is not None else self.scheme
-        if layout not in self._fields_modules:  # compiled once (samples, images, files ask often)
-            self._fields_modules[layout] = compile_module(
-                fields_source(self.lattice, self.store, slots) if slots is not None else
-                streamed_source(self.lattice, self.store, self.scheme, self.box_walls))
+        if layout not in self._fields_kernels:  # compiled once (samples, images, files ask often)
+            self._fields_kernels[layout] = fields_kernel(self.lattice, self.store, slots,
+                                                         self.scheme, self.box_walls)
         tags = None if slots is not None else (self.tag_words, self.tile_flags)
-        rho, u = fields_from_codes(self._fields_modules[layout], self.buffers[self.current],
+        rho, u = fields_from_codes(self._fields_kernels[layout], self.buffers[self.current],
                                    self.shape, self.lattice.d, self.cp, tags)
         return self._finish_fields(rho, u, self.solid_index)
 

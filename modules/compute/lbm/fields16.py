@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thelma_py.codegen.compile import compile_module
 from thelma_py.codegen.cuda import c3, header
 from thelma_py.codegen.tag_tables import face_tag_function
 from thelma_py.lattice import Lattice
@@ -138,10 +139,21 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int) -
             + body + _stores(lattice, "n", "count", _summed(lattice, codes)))
 
 
-def fields_from_codes(module, held, shape: tuple, d: int, xp, tags=None):
-    """(ρ, u) float32 of the codes ``held`` (Q, *shape) with the compiled ``module`` of
-    :func:`fields_source` (for their layout), or of :func:`streamed_source` with ``tags``
-    (the engine's tag words and tile flags)."""
+def fields_kernel(lattice: Lattice, store: str, slots: tuple[int, ...] | None, scheme: str,
+                  box_walls: int):
+    """The compiled kernel for codes whose node holds f*_i at ``slots`` (:func:`held_slots`;
+    :func:`fields_source`), or, where ``slots`` is None, streamed by ``scheme``
+    (:func:`streamed_source`)."""
+    if slots is not None:
+        return compile_module(fields_source(lattice, store, slots)).get_function(KERNEL_NAME)
+    return compile_module(streamed_source(lattice, store, scheme, box_walls)).get_function(
+        STREAMED_KERNEL_NAME)
+
+
+def fields_from_codes(kernel, held, shape: tuple, d: int, xp, tags=None):
+    """(ρ, u) float32 of the codes ``held`` (Q, *shape) with ``kernel`` (:func:`fields_kernel`
+    of their layout), given ``tags`` (the engine's tag words and tile flags) where it is the
+    streamed one."""
     n = int(np.prod(shape))
     if n >= MAX_FIELDS_NODES:
         raise ValueError(f"fields16 counts nodes in 32-bit integers; {n} nodes is too many")
@@ -149,8 +161,8 @@ def fields_from_codes(module, held, shape: tuple, d: int, xp, tags=None):
     u = xp.empty((d, *shape), dtype=np.float32)
     grid, block = ((n + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1)
     if tags is None:
-        module.get_function(KERNEL_NAME)(grid, block, (held, rho, u, np.int32(n)))
+        kernel(grid, block, (held, rho, u, np.int32(n)))
     else:
         extent = [np.int32(v) for v in reversed(shape)] + [np.int32(1)] * (3 - len(shape))
-        module.get_function(STREAMED_KERNEL_NAME)(grid, block, (held, *tags, rho, u, *extent))
+        kernel(grid, block, (held, *tags, rho, u, *extent))
     return rho, u

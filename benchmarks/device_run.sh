@@ -42,6 +42,11 @@ for part in "$@"; do
     aamin)  # in-place scheme with __launch_bounds__ min-blocks 8 (at most 64 registers)
       timeout 100 $bench $single --streaming aa --sizes 256,384 --cases periodic,cavity \
         --min-blocks 0,8 --json "$out/aamin.json" | tail -n 9;;
+    cumulant)  # the cumulant models on D3Q27, plain and K17 (parametrized, limiter 0.01),
+      # fp32 and 16-bit populations (NOTES run 63)
+      timeout 400 $bench --lattice D3Q27 --collision cumulant,k17 --precision float32 \
+        --store fp32,fp16s --sizes 256 --cases periodic,cavity \
+        --json "$out/bench_cumulant.json" | tail -n 10;;
     lwacm)  # LW-ACM against LBM in one run
       timeout 150 $bench $single --compute lbm,lwacm,lwacm-fused --sizes 256 \
         --cases periodic,cavity --json "$out/lwacm.json" | tail -n 14;;

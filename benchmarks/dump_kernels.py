@@ -9,7 +9,8 @@ The proof that a refactoring changed no kernel: record the hashes before, compar
 The matrix: LBM dense and sparse (D2Q9, D3Q19, D3Q27; fp32, fp64; bgk, trt, mrt; pull, push,
 aa; walls at rest or moving; with and without a body force; open boundaries of every kind,
 interpolated bodies; tuning options), and both LW-ACM schemes (rows and ``min_blocks`` of the
-single-step block); ``--les`` adds both LW-ACM schemes with Smagorinsky LES. Only public entry
+single-step block); ``--les`` adds both LW-ACM schemes with Smagorinsky LES, ``--models`` the
+regularized, recursive and cumulant models (K17 too), LBM LES and 16-bit storage. Only public entry
 points are used (``Lbm.kernel_source`` and
 :func:`thelma_py.modules.compute.lwacm.kernels.generate`), so the script runs on any version.
 """
@@ -77,6 +78,31 @@ def lbm_sources() -> Iterator[tuple[str, str]]:
                                                   boundaries=opened, interpolated=curved)
 
 
+MODELS = {"regularized": "regularized", "recursive": "recursive", "cumulant": "cumulant",
+          "cumulant-rates": {"name": "cumulant", "omega_3": 0.9, "omega_4": 1.1,
+                             "omega_5": 1.2, "limiter": 0.01},
+          "k17": {"name": "cumulant", "parametrized": True, "limiter": 0.01}}
+"""The collision models beside BGK, TRT and MRT (``--models``), by label."""
+
+
+def model_sources() -> Iterator[tuple[str, str]]:
+    """(label, source) of the other collision models, Smagorinsky LES on LBM and 16-bit
+    storage: dense pull and AA, sparse pull, walls at rest or moving, fp32 arithmetic."""
+    for label, model in MODELS.items():
+        lattices = (D3Q27,) if "cumulant" in label or label == "k17" else (D2Q9, D3Q19, D3Q27)
+        for lattice, les, store in itertools.product(lattices, (None, "smagorinsky"),
+                                                     ("fp32", "fp16s")):
+            for storage, scheme, moving in itertools.product(
+                    ("dense", "sparse"), ("pull", "aa"), (False, True)):
+                if storage == "sparse" and scheme == "aa":
+                    continue
+                params = Lbm(nu=0.01, collision=model, les=les, streaming=scheme,
+                             storage=storage, store=store)
+                yield (f"lbm-model/{label}/{lattice.name}/les={les}/{store}/{storage}/{scheme}/"
+                       f"moving={int(moving)}",
+                       params.kernel_source(lattice, "float32", moving_walls=moving))
+
+
 def lwacm_sources() -> Iterator[tuple[str, str]]:
     """(label, source) of two-step and single-step LW-ACM configurations."""
     for lattice, real, moving, force in itertools.product(
@@ -114,11 +140,13 @@ def lwacm_les_sources() -> Iterator[tuple[str, str]]:
             yield label, generate(cfg)
 
 
-def sources(les: bool = False) -> Iterator[tuple[str, str]]:
+def sources(les: bool = False, models: bool = False) -> Iterator[tuple[str, str]]:
     yield from lbm_sources()
     yield from lwacm_sources()
     if les:
         yield from lwacm_les_sources()
+    if models:
+        yield from model_sources()
 
 
 def digest(text: str) -> str:
@@ -132,9 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", type=Path, help="write each source into this folder")
     parser.add_argument("--les", action="store_true",
                         help="also the LW-ACM kernels with Smagorinsky LES")
+    parser.add_argument("--models", action="store_true",
+                        help="also the other collision models, LBM LES and 16-bit storage")
     args = parser.parse_args(argv)
     lines, labels = [], set()
-    for label, text in sources(args.les):
+    for label, text in sources(args.les, args.models):
         if label in labels:
             raise AssertionError(f"two configurations are labelled {label}")
         labels.add(label)

@@ -17,10 +17,16 @@ import pytest
 
 import thelma_py as tp
 from tests.test_sparse_host_engine import assert_host_equals_numpy, pair
-from thelma_py.codegen.expr import identity_let
+from thelma_py.codegen.expr import Expr, absolute, identity_let
 from thelma_py.geometry import Geometry
 from thelma_py.lattice import D3Q19, D3Q27
-from thelma_py.modules.compute.lbm.collision import Relaxation, collide, collision_model
+from thelma_py.modules.compute.lbm import Lbm
+from thelma_py.modules.compute.lbm.collision import (
+    Relaxation,
+    collide,
+    collision_model,
+    uniform_arguments,
+)
 from thelma_py.modules.compute.lbm.collisions import cumulant as cm
 
 
@@ -314,10 +320,50 @@ def test_parametrized_needs_the_default_bulk_and_third_order_rates():
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 def test_host_cuda_parametrized_with_limiter_equals_numpy(host_gpu):
     """The traced CUDA of the parametrized rates and fourth-order equilibria (with the limiter
-    and a body force), AA streaming with walls, against the NumPy engine."""
+    and a body force), AA streaming with walls, against the NumPy engine; the rates and factors
+    reach the kernels as arguments (below; dense pull: tests/test_dense_host_engine.py)."""
     model = {**K17, "limiter": 0.01, "omega_6": 1.2, "omega_8": 0.9}
     cpu, gpu, tags = pair(host_gpu, "D3Q27", model, "walled", "aa", force=(2e-5, -1e-5, 1e-5))
+    assert "uniform4" in gpu.source
     assert_host_equals_numpy(cpu, gpu, tags)
+
+
+def _divisions(collision, les=None) -> int:
+    source = Lbm(nu=0.01, collision=collision, les=les).kernel_source(D3Q27, np.float32,
+                                                                      moving_walls=False)
+    return source.count(" / ")
+
+
+def test_parametrized_kernels_take_the_rates_of_omega_as_arguments():
+    """ω3, ω4, ω5 and the factors of A and B depend on ω alone: the engines compute them once,
+    in the run's precision, and the kernels take them as five arguments instead of six
+    divisions a node (sm_90, D3Q27 fp16s: 1,512 → 1,272 instructions; NOTES run 63). So a
+    parametrized kernel divides where the node's values enter, as often as the plain model
+    with the same limiter; with LES ω is the node's own and the kernel evaluates them there.
+    The NumPy engine holds the same values (equal to the ones a node would compute)."""
+    limited = {"limiter": 0.01}
+    plain = _divisions({"name": "cumulant", "omega_3": 0.9, "omega_4": 1.1, "omega_5": 1.2,
+                        **limited})
+    assert _divisions({**K17, **limited}) == plain
+    assert _divisions({**K17, **limited}, les="smagorinsky") > plain + 5
+    relax = Relaxation(D3Q27, {**K17, **limited})
+    assert uniform_arguments(relax) == tuple(f"uniform{k}" for k in range(5))
+    assert uniform_arguments(Relaxation(D3Q27, {**K17, **limited}, les="smagorinsky")) == ()
+    assert uniform_arguments(Relaxation(D3Q27, "cumulant")) == ()
+    omega = np.float32(1.0 / 0.50266667)
+    held = relax.uniform_values(omega)
+    assert all(type(v) is np.float32 for v in held)
+    by_node = (*cm.parametrized_rates(omega, identity_let),
+               *cm.fourth_order_factors(omega, identity_let))
+    assert held == by_node
+    np.testing.assert_allclose(held[:3], (0.0519, 0.01035, 0.01607), rtol=2e-3)
+
+
+def test_absolute_value_is_traced_as_fabs():
+    """|x| emits C ``fabs`` (one instruction; the limiter's sqrt(x * x) was a correctly rounded
+    square root) and is NumPy's abs on arrays."""
+    assert str(absolute(Expr("t1", atom=True) - 2.0)) == "fabs(t1 - ((real_t)2))"
+    np.testing.assert_array_equal(absolute(np.array([-1.5, 0.0, 2.0])), [1.5, 0.0, 2.0])
 
 
 def test_galilean_correction_removes_the_drift_error_of_the_diagonal_shear_wave():
@@ -343,3 +389,12 @@ def test_host_cuda_galilean_correction_equals_numpy(host_gpu):
     model = {"name": "cumulant", "galilean_correction": True, "omega_bulk": 1.3}
     cpu, gpu, tags = pair(host_gpu, "D3Q27", model, "walled", "aa", force=(2e-5, -1e-5, 1e-5))
     assert_host_equals_numpy(cpu, gpu, tags)
+
+
+def test_bench_names_the_parametrized_cumulant_k17():
+    """``thelma bench --collision k17`` runs the flows' K17 (parametrized, limiter 0.01)."""
+    from thelma_py.tools.bench import BenchConfig, compute_params
+
+    params = compute_params(BenchConfig(lattice="D3Q27", collision="k17"))
+    assert params.relaxation(D3Q27).model == collision_model(cm.K17)
+    assert compute_params(BenchConfig(collision="bgk")).relaxation(D3Q19).model.name == "bgk"

@@ -154,6 +154,17 @@ def sqrt(value):
     return np.sqrt(value)
 
 
+def absolute(value):
+    """|x| of a traced expression (C ``fabs``, overloaded for float and double) or of a NumPy
+    value: one instruction, where ``sqrt(x * x)`` (equal in binary floating point but for
+    underflow) costs a correctly rounded square root."""
+    if isinstance(value, Expr):
+        return Expr(f"fabs({value.text})", atom=True)
+    import numpy as np
+
+    return np.abs(value)
+
+
 def rsqrt(value):
     """1/√x of a traced expression (CUDA ``rsqrt``, overloaded for float and double; a few ulps
     in fp32) or of a NumPy value."""

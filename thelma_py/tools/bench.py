@@ -24,6 +24,7 @@ from thelma_py import registry
 from thelma_py.backend import gpu_available, gpu_unavailable_reason, select_backend
 from thelma_py.geometry import domain
 from thelma_py.lattice import lattice_by_name
+from thelma_py.modules.compute.lbm.collisions.cumulant import K17
 from thelma_py.tools.bench_cases import CASES, environment, geometry_for, save
 
 
@@ -122,11 +123,16 @@ def _tags(case: str, size: int, lattice_name: str, fluid_fraction: float = 0.3):
     return geo, geo.evaluate(lattice)
 
 
+NAMED_MODELS = {"k17": K17}
+"""``--collision`` names that stand for a model with parameters."""
+
+
 def compute_params(cfg: BenchConfig):
     """The compute plug-in of a configuration (ν = 0.02; the bench measures speed only)."""
     extra = {}
     if cfg.compute == "lbm":
-        extra = {"collision": cfg.collision, "streaming": cfg.streaming, "storage": cfg.storage,
+        extra = {"collision": NAMED_MODELS.get(cfg.collision, cfg.collision),
+                 "streaming": cfg.streaming, "storage": cfg.storage,
                  "store": cfg.store,
                  "cuda_options": {"min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores,
@@ -380,7 +386,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lattices to sweep, e.g. D3Q19,D3Q27")
     parser.add_argument("--collision", type=_words, default=["bgk", "mrt"],
                         help="lbm collision models to sweep: bgk,trt,mrt,regularized,recursive,"
-                             "cumulant (D3Q27)")
+                             "cumulant, k17 (D3Q27: the parametrized cumulant with its "
+                             "limiter)")
     parser.add_argument("--les", type=_words, default=["none"],
                         help="subgrid models to sweep: none,smagorinsky (LBM, LW-ACM)")
     parser.add_argument("--precision", type=_words, default=["float32", "float64"],

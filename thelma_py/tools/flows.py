@@ -24,6 +24,7 @@ import numpy as np
 import thelma_py as tp
 from thelma_py.cases import channel, sphere_wake
 from thelma_py.cases.reference import load_tgv_reference
+from thelma_py.modules.compute.lbm.collisions.cumulant import K17
 from thelma_py.modules.results.derived import (
     divergence_from_gradient,
     enstrophy_from_gradient,
@@ -65,9 +66,6 @@ TGV_BARS = ("lbm-bgk-les", "lbm-mrt-les", "lwacm-les", "lwacm-fused-les", "cumul
 TGV_PEAK_TOLERANCE = {64: None, 128: 0.10, 256: 0.05}
 """The issue's bars on the relative error of the peak −dE/dt (none at 64³)."""
 
-K17 = {"name": "cumulant", "parametrized": True, "limiter": 0.01}
-"""Geier, Pasquali & Schönherr (2017)'s parametrized cumulant with its third-order limiter
-(λ = 0.01, the paper's value)."""
 CHANNEL_SCHEMES = {
     "cumulant": ("D3Q27", "lbm", {"collision": "cumulant"}),
     "cumulant-k17": ("D3Q27", "lbm", {"collision": K17}),

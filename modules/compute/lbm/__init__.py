@@ -298,6 +298,7 @@ class NumpyLbm(ComputeEngine):
         self._spare = np.empty_like(self.f)  # the other buffer: stream into it, swap
         self.omega = dtype.type(params.omega)
         self.omega_minus = dtype.type(params.omega_minus)
+        self.uniforms = self.relax.uniform_values(self.omega)  # as the CUDA engines hold them
         self._copies = [_shift_copies(c[::-1], self.shape) for c in lattice.c.tolist()]
         # 16-bit storage: collide f − w as the kernels do (Lbm.shifts), w as fp32 (Q, 1)
         self.shifted = params.shifts(lattice, tags.has_open_faces, bool(tags.interpolated_ids))
@@ -367,7 +368,7 @@ class NumpyLbm(ComputeEngine):
             flat = new.reshape(q, -1)
             for block in self._blocks:
                 post, _, _ = collide(self.relax, list(flat[:, block]), identity_let, self.omega,
-                                     self.omega_minus, force, self.shifted)
+                                     self.omega_minus, force, self.shifted, self.uniforms)
                 for i in range(q):  # every post[i] is computed before any write: in place
                     flat[i, block] = post[i]
             if self.shifted:  # f − w to codes and back, as the kernels store it

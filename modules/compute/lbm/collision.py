@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import attrs
 
-from thelma_py.codegen.expr import dot, sqrt
+from thelma_py.codegen.expr import Expr, dot, identity_let, sqrt
 from thelma_py.lattice import Lattice
 from thelma_py.subgrid import Smagorinsky, subgrid_model
 
@@ -92,11 +92,20 @@ class CollisionModel(abc.ABC):
         return self.relax(lattice, g, let, omega, omega_minus)
 
     def post_collision(self, lattice: Lattice, f: Sequence, rho, u: Sequence, let: Callable,
-                       omega, omega_minus, force: Sequence[float] | None) -> list | None:
+                       omega, omega_minus, force: Sequence[float] | None,
+                       uniforms: tuple | None = None) -> list | None:
         """Post-collision populations for a model that collides whole populations (cumulant;
         ``u`` includes g/2, and the model adds the force itself), or None: the generic
-        f' = f − K (f − f_eq + F/2) + F of :func:`collide`, with :meth:`relax`."""
+        f' = f − K (f − f_eq + F/2) + F of :func:`collide`, with :meth:`relax`. ``uniforms``:
+        :meth:`uniforms` at this ω, computed once (None: the model evaluates them here)."""
         return None
+
+    def uniforms(self, omega, let: Callable = identity_let) -> tuple:
+        """Values that depend on the run-time ω alone (none by default). The engines compute
+        them once, in the run's precision, and the kernels take them as arguments
+        (:func:`uniform_arguments`) instead of evaluating them at every node; the model gets
+        them back as :meth:`post_collision`'s ``uniforms``."""
+        return ()
 
     def omega_minus(self, omega: float) -> float:
         """The second run-time rate the engines pass (TRT's ω⁻); ω for models without one.
@@ -198,6 +207,13 @@ class Relaxation:
         f − f_eq (every one but those colliding whole populations, the cumulant)."""
         return type(self.model).post_collision is CollisionModel.post_collision
 
+    def uniform_values(self, omega) -> tuple | None:
+        """The model's :meth:`~CollisionModel.uniforms` at the run's ω (give it as a scalar of
+        the run's dtype: NumPy scalar arithmetic then rounds in that precision, so the NumPy
+        and CUDA engines hold the same values), or None with LES, where ω is each node's own
+        and the model evaluates them at the node."""
+        return None if self.les is not None else self.model.uniforms(omega)
+
     def apply(self, g: Sequence, let: Callable, omega, omega_minus=None, rho=None,
               u: Sequence | None = None) -> list:
         """K g for non-equilibrium populations ``g`` at a node of density ``rho``, velocity
@@ -238,11 +254,28 @@ def _nonequilibrium(lat: Lattice, f: Sequence, let: Callable, rho, u: Sequence,
     return feq, forcing, neq
 
 
+def uniform_arguments(relax: Relaxation) -> tuple[str, ...]:
+    """Names of the kernel arguments (``real_t``) that carry the model's uniforms
+    (:meth:`Relaxation.uniform_values`): none for most models and with LES."""
+    traced = relax.uniform_values(Expr("omega", atom=True))
+    return tuple(f"uniform{k}" for k in range(len(traced or ())))
+
+
+def uniform_launch_values(relax: Relaxation, omega) -> dict[str, object]:
+    """{argument name: value} of :func:`uniform_arguments` at the run's ω (a scalar of the
+    run's dtype): what a CUDA engine holds for its kernels."""
+    values = relax.uniform_values(omega) or ()
+    return dict(zip(uniform_arguments(relax), values, strict=True))
+
+
 def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=None,
-            force: Sequence[float] | None = None, shifted: bool = False):
+            force: Sequence[float] | None = None, shifted: bool = False,
+            uniforms: tuple | None = None):
     """One collision: returns (post-collision populations, ρ, u). ``shifted``: ``f`` and the
     result hold f_i − w_i (16-bit storage's values: no w_i added at each read and taken away
-    at each write; :meth:`Relaxation.shifts`), the equilibrium f_eq − w_i from δρ = Σ_i f_i."""
+    at each write; :meth:`Relaxation.shifts`), the equilibrium f_eq − w_i from δρ = Σ_i f_i.
+    ``uniforms``: :meth:`Relaxation.uniform_values` at ``omega`` (kernel arguments or
+    numbers; ignored with LES, whose ω is local)."""
     lat = relax.lattice
     if shifted and not relax.shifts:
         raise ValueError(f"collision model {relax.kind!r} collides whole populations; it "
@@ -254,7 +287,9 @@ def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=No
     if relax.les is not None:  # the local rates come from f − f_eq, for every model
         feq, forcing, neq = _nonequilibrium(lat, f, let, rho, u, force, delta)
         omega, omega_minus = local_rates(relax, neq, let, omega, rho)
-    whole = relax.model.post_collision(lat, f, rho, u, let, omega, omega_minus, force)
+        uniforms = None
+    whole = relax.model.post_collision(lat, f, rho, u, let, omega, omega_minus, force,
+                                       uniforms=uniforms or None)
     if whole is not None:  # a model that does not relax f − f_eq (cumulant)
         return whole, rho, u
     if neq is None:

@@ -18,6 +18,7 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
+from thelma_py.modules.compute.lbm.collision import uniform_launch_values
 from thelma_py.modules.compute.lbm.fields16 import (
     MAX_FIELDS_NODES,
     fields_from_codes,
@@ -97,13 +98,19 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.kernels = {key: module.get_function(name) for key, name in
                         kernel_names(self.scheme, "bulk" if self.split else "").items()}
         self.store = params.store
-        self.args = step_args(self.scheme, self.store).bind(
+        relax = params.relaxation(lattice)
+        self.omega = self.dtype.type(params.omega)
+        self.omega_minus = self.dtype.type(params.omega_minus)
+        uniforms = uniform_launch_values(relax, self.omega)
+        for name, value in uniforms.items():  # held for the kernels' argument of that name
+            setattr(self, name, self.dtype.type(value))
+        self.args = step_args(self.scheme, self.store, tuple(uniforms)).bind(
             real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
         xp = cupy
         if self.split:
             self.wall_kernels = {key: module.get_function(name)
                                  for key, name in kernel_names(self.scheme, "walls").items()}
-            self.wall_args = wall_args(self.scheme, params.store).bind(
+            self.wall_args = wall_args(self.scheme, params.store, tuple(uniforms)).bind(
                 real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
             listed = np.flatnonzero(flags.reshape(-1)).astype(np.int32)
             self.n_wall_tiles = np.int32(len(listed))
@@ -140,8 +147,6 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             self.u = xp.zeros((lattice.d, *self.shape), dtype=self.dtype)
         self.current = 0
         self.phase = "post-even"
-        self.omega = self.dtype.type(params.omega)
-        self.omega_minus = self.dtype.type(params.omega_minus)
         self._graphs: dict = {}
         self._stream = None
 

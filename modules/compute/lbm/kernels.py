@@ -29,7 +29,12 @@ from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.codegen.tag_tables import FACES, face_tag_function
 from thelma_py.modules.compute.lbm import boundaries
 from thelma_py.modules.compute.lbm import propagation as variants
-from thelma_py.modules.compute.lbm.collision import Relaxation, collide, wall_momentum
+from thelma_py.modules.compute.lbm.collision import (
+    Relaxation,
+    collide,
+    uniform_arguments,
+    wall_momentum,
+)
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
 from thelma_py.store16 import FORMATS, STORES, cuda_functions
 from thelma_py.tags import LINK_SHIFT
@@ -182,11 +187,12 @@ def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", 
     return cuda.wall_term(cfg.lattice, i, wall_momentum, at)
 
 
-def step_args(scheme: str, store: str = "fp32") -> KernelArgs:
+def step_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = ()) -> KernelArgs:
     """Arguments of the step kernels: the population buffers (``f`` for AA, else ``src`` and
     ``dst``; ``pop_t``, uint16, in 16-bit storage) and the node range ``y0``, ``z0`` are given
     at each launch, the rest is held by the engine (:class:`.cuda.CudaLbm`) under the names in
-    ``source``."""
+    ``source``, the collision model's ``uniforms`` last
+    (:func:`.collision.uniform_arguments`)."""
     pop = "real_t" if store == "fp32" else "pop_t"
     buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
                [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])
@@ -201,13 +207,14 @@ def step_args(scheme: str, store: str = "fp32") -> KernelArgs:
         [Arg("y0", "int", GIVEN), Arg("z0", "int", GIVEN)],
         [Arg("curved_nodes", "const int*"), Arg("curved_weights", "const real_t*"),
          Arg("n_curved", "int")],
+        *([[Arg(name, "real_t") for name in uniforms]] if uniforms else []),
     ])
 
 
-def wall_args(scheme: str, store: str = "fp32") -> KernelArgs:
+def wall_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = ()) -> KernelArgs:
     """Arguments of the wall-tile kernels of ``wall_launch='split'``: those of
     :func:`step_args` and the list of flagged tiles (tile index x / TILE + tiles_x (y + ny z))."""
-    return KernelArgs("lbm wall tiles", [*step_args(scheme, store).lines,
+    return KernelArgs("lbm wall tiles", [*step_args(scheme, store, uniforms).lines,
                                          [Arg("wall_tiles", "const int*"),
                                           Arg("n_wall_tiles", "int")]])
 
@@ -282,8 +289,9 @@ def _by_tile(moving: list[str], rest: list[str]) -> list[str]:
 def _collision(cfg: KernelConfig) -> tuple[str, Expr, list]:
     em = Emitter()
     f = [Expr(f"f{i}", atom=True) for i in range(cfg.lattice.q)]
+    uniforms = tuple(Expr(name, atom=True) for name in uniform_arguments(cfg.relaxation))
     post, rho, u = collide(cfg.relaxation, f, em.let, Expr("omega", atom=True),
-                           Expr("omega_minus", atom=True), cfg.force, cfg.shifted)
+                           Expr("omega_minus", atom=True), cfg.force, cfg.shifted, uniforms)
     for i, p in enumerate(post):
         em.let(p, f"p{i}")
     return em.code(4), rho, u
@@ -348,8 +356,9 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
             macro = ["if (live) {"] + ["    " + m for m in macro] + ["}"]
         code += "\n" + "\n".join("    " + m for m in macro)
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
-    args = (wall_args(cfg.scheme, cfg.store) if part == "walls"
-            else step_args(cfg.scheme, cfg.store))
+    uniforms = uniform_arguments(cfg.relaxation)
+    args = (wall_args(cfg.scheme, cfg.store, uniforms) if part == "walls"
+            else step_args(cfg.scheme, cfg.store, uniforms))
     signature = args.signature(name, cfg.launch_bounds)
     prologue = cuda.prologue(offsets=True)
     if moved:

@@ -22,7 +22,7 @@ from thelma_py.codegen import cuda
 from thelma_py.codegen.expr import Emitter, Expr
 from thelma_py.codegen.kernel_args import GIVEN, Arg, KernelArgs
 from thelma_py.modules.compute.lbm import boundaries
-from thelma_py.modules.compute.lbm.collision import wall_momentum
+from thelma_py.modules.compute.lbm.collision import uniform_arguments, wall_momentum
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
 from thelma_py.modules.compute.lbm.kernels import STORE16, KernelConfig, _collision
 from thelma_py.modules.compute.lbm.sparse import AA_REFUSAL
@@ -70,11 +70,13 @@ def _header(cfg: KernelConfig) -> str:
     return "\n".join(lines + [cuda_functions(FORMATS[cfg.store]), STORE16])
 
 
-def step_args(scheme: str, open_nodes: bool = False, store: str = "fp32") -> KernelArgs:
+def step_args(scheme: str, open_nodes: bool = False, store: str = "fp32",
+              uniforms: tuple[str, ...] = ()) -> KernelArgs:
     """Arguments of the sparse kernels: the buffers (``f`` for AA, else ``src`` and ``dst``;
     ``pop_t`` in 16-bit storage) and the open kernel's node arrays
     (:func:`.sparse_cuda.open_arrays`) are given at each launch, the rest is held by the
-    engine (:class:`.sparse_cuda.CudaSparseLbm`)."""
+    engine (:class:`.sparse_cuda.CudaSparseLbm`), the collision model's ``uniforms`` last
+    (:func:`.collision.uniform_arguments`)."""
     pop = "real_t" if store == "fp32" else "pop_t"
     buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
                [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])
@@ -88,11 +90,14 @@ def step_args(scheme: str, open_nodes: bool = False, store: str = "fp32") -> Ker
                   [Arg("open_values", "const real_t*", GIVEN),
                    Arg("open_src", "const int*", GIVEN)],
                   [Arg("curved", "const real_t*", GIVEN)]]
+    if uniforms:
+        lines.append([Arg(name, "real_t") for name in uniforms])
     return KernelArgs("lbm sparse open" if open_nodes else "lbm sparse step", lines)
 
 
 def _signature(cfg: KernelConfig, name: str, open_nodes: bool) -> str:
-    return step_args(cfg.scheme, open_nodes, cfg.store).signature(name, cfg.launch_bounds)
+    return step_args(cfg.scheme, open_nodes, cfg.store,
+                     uniform_arguments(cfg.relaxation)).signature(name, cfg.launch_bounds)
 
 
 def _local_arm(cfg: KernelConfig, rule: boundaries.BoundaryRule, face: int) -> list[str]:

@@ -39,6 +39,7 @@ class NumpySparseLbm(SparseState, ComputeEngine):
         self._spare = np.empty_like(self.f)
         self.omega = self.dtype.type(params.omega)
         self.omega_minus = self.dtype.type(params.omega_minus)
+        self.uniforms = self.relax.uniform_values(self.omega)  # as the CUDA engines hold them
         self._blocks = node_blocks(dom.count, lattice.q * self.dtype.itemsize)
 
     def initialize(self, rho, u) -> None:
@@ -78,7 +79,7 @@ class NumpySparseLbm(SparseState, ComputeEngine):
                 self.open.apply(new)
             for block in self._blocks:
                 post, _, _ = collide(self.relax, list(new[:, block]), identity_let, self.omega,
-                                     self.omega_minus, force)
+                                     self.omega_minus, force, uniforms=self.uniforms)
                 for i in range(q):
                     new[i, block] = post[i]
             if self.params.store != "fp32":

@@ -43,11 +43,17 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from thelma_py.codegen.expr import sqrt
+from thelma_py.codegen.expr import absolute, identity_let
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.collision import CollisionModel, register_collision
 
 _RATE = attrs.validators.and_(attrs.validators.gt(0.0), attrs.validators.lt(2.0))
+
+
+K17 = {"name": "cumulant", "parametrized": True, "limiter": 0.01}
+"""Geier, Pasquali & Schönherr (2017)'s parametrized cumulant with its third-order limiter
+(λ = 0.01, the paper's value): the "K17" model of the flows and of ``thelma bench
+--collision k17``."""
 
 
 def _rate(default: float = 1.0):
@@ -206,18 +212,25 @@ def diagonal_gradients(c: dict, rho, omega, omega_bulk, let: Callable) -> tuple:
     return dxux, let(dxux + 1.5 * omega * dxy), let(dxux + 1.5 * omega * dxz)
 
 
-def fourth_order_equilibria(c: dict, rho, omega, let: Callable) -> dict:
-    """The 2017 paper's fourth-order cumulant equilibria (eqs. 43–48, A and B of eqs. 115–116
-    with ω2 = 1), ρ-weighted like ``c``: C_220 = −(1/ω − ½)(2/3) A ρ(∂_x u_x + ∂_y u_y),
-    C_211 = −(1/ω − ½)(1/3) B ρ(∂_y u_z + ∂_z u_y) and rotations, the gradients from the
-    pre-collision second-order cumulants (C_ab^neq = −ρ/(3ω) (∂_a u_b + ∂_b u_a), the trace at
-    ω2 = 1)."""
+def fourth_order_factors(omega, let: Callable) -> tuple:
+    """(1/ω − ½)(2/3) A and (1/ω − ½)(1/3) B of the 2017 paper's fourth-order equilibria
+    (A and B of its eqs. 115–116 with ω2 = 1)."""
     w2 = omega * omega
     factor = let(1.0 / omega - 0.5)
     a = let(factor * (2.0 / 3.0) * (4.0 + 2.0 * omega - 3.0 * w2)
             / (5.0 * w2 - 7.0 * omega + 2.0))
     b = let(factor * (1.0 / 3.0) * (4.0 + 28.0 * omega - 14.0 * w2)
             / (15.0 * w2 - 21.0 * omega + 6.0))
+    return a, b
+
+
+def fourth_order_equilibria(c: dict, rho, omega, let: Callable, factors: tuple) -> dict:
+    """The 2017 paper's fourth-order cumulant equilibria (eqs. 43–48), ρ-weighted like ``c``:
+    C_220 = −(1/ω − ½)(2/3) A ρ(∂_x u_x + ∂_y u_y), C_211 = −(1/ω − ½)(1/3) B ρ(∂_y u_z +
+    ∂_z u_y) and rotations, with ``factors`` of :func:`fourth_order_factors`, the gradients
+    from the pre-collision second-order cumulants (C_ab^neq = −ρ/(3ω) (∂_a u_b + ∂_b u_a), the
+    trace at ω2 = 1)."""
+    a, b = factors
     dxux, dyuy, dzuz = diagonal_gradients(c, rho, omega, 1.0, let)
     shear = {axes: let(-3.0 * omega * c[axes]) for axes in ((1, 1, 0), (1, 0, 1), (0, 1, 1))}
     return {(2, 2, 0): let(-a * (dxux + dyuy)), (2, 0, 2): let(-a * (dxux + dzuz)),
@@ -279,23 +292,33 @@ class Cumulant(CollisionModel):
         raise TypeError("the cumulant model collides whole populations (post_collision), "
                         "not non-equilibrium parts")
 
+    def uniforms(self, omega, let: Callable = identity_let) -> tuple:
+        """Parametrized: ω3, ω4, ω5 (:func:`parametrized_rates`) and the two factors of the
+        fourth-order equilibria (:func:`fourth_order_factors`), six divisions that a kernel
+        would otherwise evaluate at every node (NOTES run 63)."""
+        if not self.parametrized:
+            return ()
+        return (*parametrized_rates(omega, let), *fourth_order_factors(omega, let))
+
     def post_collision(self, lattice: Lattice, f: Sequence, rho, u: Sequence, let: Callable,
-                       omega, omega_minus, force: Sequence[float] | None) -> list:
+                       omega, omega_minus, force: Sequence[float] | None,
+                       uniforms: tuple | None = None) -> list:
         inv_rho = let(1.0 / rho)
         kappa = central_moments(lattice, f, u, let)
         c = cumulants_from_central(kappa, inv_rho, let)
-        post = self._relax_cumulants(c, rho, u, omega, force, let)
+        post = self._relax_cumulants(c, rho, u, omega, force, let,
+                                     uniforms or self.uniforms(omega, let))
         kappa = central_from_cumulants(post, inv_rho, let)
         return populations(lattice, kappa, u, let)
 
     def _third_rate(self, rate: float, value, rho, let: Callable):
         if self.limiter is None or (isinstance(rate, float) and rate == 1.0):
             return rate
-        size = let(sqrt(value * value))  # |C| (sqrt is the one traced function)
+        size = let(absolute(value))  # |C|
         return let(rate + (1.0 - rate) * size / (self.limiter * rho + size))
 
-    def _relax_cumulants(self, c: dict, rho, u: Sequence, omega, force,
-                         let: Callable) -> dict:
+    def _relax_cumulants(self, c: dict, rho, u: Sequence, omega, force, let: Callable,
+                         uniforms: tuple) -> dict:
         post = {(0, 0, 0): rho}
         for axis in range(3):
             key = [0, 0, 0]
@@ -321,7 +344,7 @@ class Cumulant(CollisionModel):
         post[(0, 2, 0)] = let(post[(2, 0, 0)] - dxy)
         post[(0, 0, 2)] = let(post[(2, 0, 0)] - dxz)
         # third order: sums at ω3, differences at ω4, C_111 at ω5 (limited if λ is set)
-        rate_3, rate_4, rate_5 = (parametrized_rates(omega, let) if self.parametrized
+        rate_3, rate_4, rate_5 = (uniforms[:3] if self.parametrized
                                   else (self.omega_3, self.omega_4, self.omega_5))
         for x, y, z in PERMUTATIONS:
             a, b = _perm(1, 2, 0, (x, y, z)), _perm(1, 0, 2, (x, y, z))
@@ -335,7 +358,8 @@ class Cumulant(CollisionModel):
         post[(1, 1, 1)] = let((1.0 - self._third_rate(rate_5, xyz, rho, let)) * xyz)
         # fourth order: two differences at ω6, the trace at ω7, C_211-like at ω8, towards zero
         # or (parametrized) towards the 2017 equilibria
-        eq = fourth_order_equilibria(c, rho, omega, let) if self.parametrized else None
+        eq = (fourth_order_equilibria(c, rho, omega, let, uniforms[3:]) if self.parametrized
+              else None)
         a, b, cc = c[(2, 2, 0)], c[(2, 0, 2)], c[(0, 2, 2)]
         if eq is not None:
             a, b, cc = (let(a - eq[(2, 2, 0)]), let(b - eq[(2, 0, 2)]),

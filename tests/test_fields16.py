@@ -148,13 +148,15 @@ def test_held_slots_follow_the_layouts():
 
 
 def nvcc_sources() -> list[str]:
+    """Every layout's kernel, over all nodes and at listed nodes (``points``)."""
     return [fields_source(LATTICES[name], store,
-                          held_slots(LATTICES[name], streaming, "post-even"))
-            for name, store, streaming in CASES] + [
-        streamed_source(LATTICES[name], store, streaming, walls)
+                          held_slots(LATTICES[name], streaming, "post-even"), points)
+            for name, store, streaming in CASES for points in (False, True)] + [
+        streamed_source(LATTICES[name], store, streaming, walls, points)
         for name, store, streaming, walls in (("D3Q19", "fp16s", "push", 0),
                                               ("D3Q27", "fp16c", "aa", 0b111111),
-                                              ("D2Q9", "fp16s", "aa", 0b1111))]
+                                              ("D2Q9", "fp16s", "aa", 0b1111))
+        for points in (False, True)]
 
 
 @pytest.mark.slow

@@ -548,28 +548,43 @@ def test_host_cuda_16bit_forces_decode_only_the_links(host_gpu, monkeypatch, sch
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu):
-    """ρ and u at a few nodes of a 16-bit pull engine come from those nodes' codes alone (the
-    sphere's wake rings were decoding the whole state every 44 steps) and equal the whole
-    fields' values there bit for bit, u = 0 at a solid node included; the NumPy engine's
-    within 16-bit rounding."""
+@pytest.mark.parametrize(("scheme", "geometry", "steps", "codes_only"), [
+    ("pull", "curved", 4, True), ("aa", "walled", 4, True), ("aa", "porous", 5, True),
+    ("push", "porous", 4, True), ("push", "walled", 4, False)])
+def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, scheme, geometry, steps,
+                                                       codes_only):
+    """ρ and u at a few nodes of a 16-bit engine come from those nodes' codes alone, in one
+    kernel (the sphere's wake rings were decoding the whole state every 44 steps, then
+    gathering and summing their codes population by population) and equal the whole fields'
+    values there bit for bit, u = 0 at a solid node included, in every layout (AA after an
+    even and an odd step, push: streamed codes read by the nodes' tags, walls at rest; with
+    moving walls those two decode the whole state, ``codes_only`` False); the NumPy engine's
+    within 16-bit rounding. Planted: the points kernel storing at npoints − 1 − k fails
+    every case that reads codes only."""
     from tests.test_sparse import GEOMETRIES
 
     lattice = LATTICES["D3Q19"]
-    tags = GEOMETRIES["curved"](lattice).evaluate(lattice)
-    params = Lbm(nu=0.04, collision="trt", store="fp16s", force=(2e-5, -1e-5, 1e-5))
+    tags = GEOMETRIES[geometry](lattice).evaluate(lattice)
+    params = Lbm(nu=0.04, collision="trt", store="fp16s", force=(2e-5, -1e-5, 1e-5),
+                 streaming=scheme)
     f = random_state(lattice, tags.tags.shape, np.float32)
     cpu, gpu = (params.create(lattice, tags, b, np.dtype(np.float32))
                 for b in (select_backend("cpu"), host_gpu))
     for engine in (cpu, gpu):
         engine.load_state({"f": f})
-        engine.step(4)
-    solid = np.argwhere(tags.solid)[0]
-    index = tuple(np.array([2, 5, 9, solid[a]], dtype=np.intp) for a in range(3))
+        engine.step(steps)
+    solid, fluid = np.argwhere(tags.solid)[0], np.argwhere(tags.fluid)
+    picked = [*fluid[[len(fluid) // 7, len(fluid) // 3, len(fluid) // 2]], solid]
+    index = tuple(np.array([p[a] for p in picked], dtype=np.intp) for a in range(3))
     assert tags.solid[tuple(k[-1] for k in index)]
+
+    def whole_state_refused(patch):
+        if codes_only:
+            patch.setattr(type(gpu), "_fields_from_store",
+                          lambda self: pytest.fail("whole state decoded"))
+
     with pytest.MonkeyPatch.context() as patch:  # (undo() would take cupy's stand-in too)
-        patch.setattr(type(gpu), "_fields_from_store",
-                      lambda self: pytest.fail("whole state decoded"))
+        whole_state_refused(patch)
         rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(index))
     rho_all, u_all = (host_gpu.to_host(a) for a in gpu.macroscopic())
     np.testing.assert_array_equal(rho, rho_all[index])
@@ -581,8 +596,7 @@ def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu):
     gpu._fields = None  # a profile's line (ints and a slice) and a plane, from their codes
     for line in ((solid[0], slice(None), solid[2]), (slice(2, 9), 4, slice(None))):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(type(gpu), "_fields_from_store",
-                          lambda self: pytest.fail("whole state decoded"))
+            whole_state_refused(patch)
             rho, u = (host_gpu.to_host(a) for a in gpu.macroscopic_at(line))
         np.testing.assert_array_equal(rho, rho_all[line])
         np.testing.assert_array_equal(u, u_all[(slice(None), *line)])

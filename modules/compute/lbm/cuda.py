@@ -298,9 +298,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         the node arrays: the probes' points, a profile's line): in 16-bit storage from the
         codes of those nodes alone, one thread a node (:func:`.fields16.fields_kernel` with
         ``points``; every layout but the streamed ones with moving walls; the values
-        :meth:`macroscopic` gives there, bit for bit), so that a few probes cost a kernel, not
-        a decode of the whole state (which was 27 launches a population with CuPy: 3.8 ms a
-        sample of the sphere's 40 wake probes on an H200, 9 % of its run)."""
+        :meth:`macroscopic` gives there, bit for bit), so that a few probes cost a kernel (pull
+        summed the gathered codes a population at a time, ~80 CuPy launches: 3.8 ms a sample
+        of the sphere's 40 wake probes on an H200, 9 % of its run; AA and push decoded the
+        whole state)."""
         slots = held_slots(self.lattice, self.scheme, self.phase)
         if not self.lean or self._fields is not None or (
                 self.nodes >= MAX_FIELDS_NODES or (slots is None and self.walls.moving)):

@@ -315,7 +315,9 @@ class Cumulant(CollisionModel):
         if self.limiter is None or (isinstance(rate, float) and rate == 1.0):
             return rate
         size = let(absolute(value))  # |C|
-        return let(rate + (1.0 - rate) * size / (self.limiter * rho + size))
+        # |C| times the reciprocal of λρ + |C| ≥ λρ, not |C| / (λρ + |C|): a division checks
+        # its dividend too and takes a slow path where |C| is 0 or tiny (a uniform stream)
+        return let(rate + (1.0 - rate) * size * (1.0 / (self.limiter * rho + size)))
 
     def _relax_cumulants(self, c: dict, rho, u: Sequence, omega, force, let: Callable,
                          uniforms: tuple) -> dict:

@@ -117,7 +117,7 @@ class FlowStatistics(Results):
                                   validator=attrs.validators.instance_of(Every))
     """When to sample: every N steps (an int) or an Every. Samples closer than the flow's
     correlation time add little. Measured on an H200 at 256³ (``benchmarks/statistics_cost.py``):
-    a sample costs 1.2 steps of D3Q19 BGK fp32 and 1.1 of D3Q27 K17 with 16-bit populations, so
+    a sample costs 1.2 steps of D3Q19 BGK fp32 and 1.3 of D3Q27 K17 with 16-bit populations, so
     every 10 steps costs about 12 % of the run, every 100 steps 1 %."""
     begin: int = attrs.field(default=0, validator=_non_negative)
     """First step that may be sampled: leave out the start-up transient."""

@@ -261,11 +261,14 @@ def uniform_arguments(relax: Relaxation) -> tuple[str, ...]:
     return tuple(f"uniform{k}" for k in range(len(traced or ())))
 
 
-def uniform_launch_values(relax: Relaxation, omega) -> dict[str, object]:
-    """{argument name: value} of :func:`uniform_arguments` at the run's ω (a scalar of the
-    run's dtype): what a CUDA engine holds for its kernels."""
-    values = relax.uniform_values(omega) or ()
-    return dict(zip(uniform_arguments(relax), values, strict=True))
+def hold_uniforms(engine, relax: Relaxation) -> tuple[str, ...]:
+    """Set ``engine.uniform0…`` to :meth:`Relaxation.uniform_values` at ``engine.omega`` (a
+    scalar of the run's dtype), in ``engine.dtype``: a CUDA engine's kernels read their
+    arguments from its attributes. Returns the argument names (:func:`uniform_arguments`)."""
+    names = uniform_arguments(relax)
+    for name, value in zip(names, relax.uniform_values(engine.omega) or (), strict=True):
+        setattr(engine, name, engine.dtype.type(value))
+    return names
 
 
 def collide(relax: Relaxation, f: Sequence, let: Callable, omega, omega_minus=None,

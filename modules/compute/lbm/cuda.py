@@ -18,10 +18,9 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps, OverlappedSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm import layouts
-from thelma_py.modules.compute.lbm.collision import uniform_launch_values
+from thelma_py.modules.compute.lbm.collision import hold_uniforms
 from thelma_py.modules.compute.lbm.fields16 import (
     MAX_FIELDS_NODES,
-    fields_at_codes,
     fields_from_codes,
     fields_kernel,
     held_slots,
@@ -99,19 +98,16 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.kernels = {key: module.get_function(name) for key, name in
                         kernel_names(self.scheme, "bulk" if self.split else "").items()}
         self.store = params.store
-        relax = params.relaxation(lattice)
         self.omega = self.dtype.type(params.omega)
         self.omega_minus = self.dtype.type(params.omega_minus)
-        uniforms = uniform_launch_values(relax, self.omega)
-        for name, value in uniforms.items():  # held for the kernels' argument of that name
-            setattr(self, name, self.dtype.type(value))
-        self.args = step_args(self.scheme, self.store, tuple(uniforms)).bind(
+        uniforms = hold_uniforms(self, params.relaxation(lattice))
+        self.args = step_args(self.scheme, self.store, uniforms).bind(
             real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
         xp = cupy
         if self.split:
             self.wall_kernels = {key: module.get_function(name)
                                  for key, name in kernel_names(self.scheme, "walls").items()}
-            self.wall_args = wall_args(self.scheme, params.store, tuple(uniforms)).bind(
+            self.wall_args = wall_args(self.scheme, params.store, uniforms).bind(
                 real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
             listed = np.flatnonzero(flags.reshape(-1)).astype(np.int32)
             self.n_wall_tiles = np.int32(len(listed))
@@ -308,14 +304,10 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             rho, u = self.macroscopic()
             return rho[index], u[(slice(None), *index)]
         flat = np.ravel_multi_index(_index_arrays(index, self.shape), self.shape)
-        layout = ("points", slots if slots is not None else self.scheme)
-        if layout not in self._fields_kernels:  # one kernel, a thread a node asked for
-            self._fields_kernels[layout] = fields_kernel(self.lattice, self.store, slots,
-                                                         self.scheme, self.box_walls, True)
-        nodes = self._listed_nodes(flat)
         tags = None if slots is not None else (self.tag_words, self.tile_flags)
-        rho, u = fields_at_codes(self._fields_kernels[layout], self.buffers[self.current],
-                                 self.shape, nodes, self.lattice.d, self.cp, tags)
+        rho, u = fields_from_codes(self._fields_kernel(slots, points=True),
+                                   self.buffers[self.current], self.shape, self.lattice.d,
+                                   self.cp, tags, self._listed_nodes(flat))
         kinds = self.tags.kind.reshape(-1)[flat]  # host tags (decoded once): no copy back
         solid = np.flatnonzero(np.isin(kinds, [int(k) for k in SOLID_KINDS]))
         return self._finish_fields(rho, u, solid)
@@ -339,14 +331,20 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         slots = held_slots(self.lattice, self.scheme, self.phase)
         if self.nodes >= MAX_FIELDS_NODES or (slots is None and self.walls.moving):
             return self._fields_from(self._canonical_population, self.shape, self.solid_index)
-        layout = slots if slots is not None else self.scheme
-        if layout not in self._fields_kernels:  # compiled once (samples, images, files ask often)
-            self._fields_kernels[layout] = fields_kernel(self.lattice, self.store, slots,
-                                                         self.scheme, self.box_walls)
         tags = None if slots is not None else (self.tag_words, self.tile_flags)
-        rho, u = fields_from_codes(self._fields_kernels[layout], self.buffers[self.current],
+        rho, u = fields_from_codes(self._fields_kernel(slots), self.buffers[self.current],
                                    self.shape, self.lattice.d, self.cp, tags)
         return self._finish_fields(rho, u, self.solid_index)
+
+    def _fields_kernel(self, slots: tuple[int, ...] | None, points: bool = False):
+        """The fields16 kernel of this layout (``slots`` of :func:`held_slots`; None: streamed),
+        of every node or at listed ones, compiled at the first ask (samples, images, files and
+        probes ask often)."""
+        key = (slots if slots is not None else self.scheme, points)
+        if key not in self._fields_kernels:
+            self._fields_kernels[key] = fields_kernel(self.lattice, self.store, slots,
+                                                      self.scheme, self.box_walls, points)
+        return self._fields_kernels[key]
 
     def _fields_from(self, population, shape: tuple, solid):
         """ρ, u of :meth:`_fields_from_store` from ``population(i)`` (f*_i, shaped

@@ -178,39 +178,21 @@ def fields_kernel(lattice: Lattice, store: str, slots: tuple[int, ...] | None, s
                           ).get_function(STREAMED_KERNEL_NAME + suffix)
 
 
-def fields_from_codes(kernel, held, shape: tuple, d: int, xp, tags=None):
+def fields_from_codes(kernel, held, shape: tuple, d: int, xp, tags=None, nodes=None):
     """(ρ, u) float32 of the codes ``held`` (Q, *shape) with ``kernel`` (:func:`fields_kernel`
     of their layout), given ``tags`` (the engine's tag words and tile flags) where it is the
-    streamed one."""
+    streamed one: of every node, or with ``nodes`` (flat positions, an int32 device array; the
+    kernel's ``points`` variant) of those alone, ρ shaped like ``nodes`` and u (d, *that)."""
     n = int(np.prod(shape))
     if n >= MAX_FIELDS_NODES:
         raise ValueError(f"fields16 counts nodes in 32-bit integers; {n} nodes is too many")
-    rho = xp.empty(shape, dtype=np.float32)
-    u = xp.empty((d, *shape), dtype=np.float32)
-    grid, block = ((n + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1)
-    if tags is None:
-        kernel(grid, block, (held, rho, u, np.int32(n)))
-    else:
-        extent = [np.int32(v) for v in reversed(shape)] + [np.int32(1)] * (3 - len(shape))
-        kernel(grid, block, (held, *tags, rho, u, *extent))
-    return rho, u
-
-
-def fields_at_codes(kernel, held, shape: tuple, nodes, d: int, xp, tags=None):
-    """(ρ, u) float32 at the flat node positions ``nodes`` (an int32 device array) of the codes
-    ``held`` (Q, *shape), with ``kernel`` (:func:`fields_kernel` with ``points``): ρ shaped
-    like ``nodes``, u (d, *nodes.shape)."""
-    n = int(np.prod(shape))
-    if n >= MAX_FIELDS_NODES:
-        raise ValueError(f"fields16 counts nodes in 32-bit integers; {n} nodes is too many")
-    count = int(nodes.size)
-    rho = xp.empty(nodes.shape, dtype=np.float32)
-    u = xp.empty((d, *nodes.shape), dtype=np.float32)
-    grid, block = ((count + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1)
-    listed = (nodes, np.int32(count))
-    if tags is None:
-        kernel(grid, block, (held, rho, u, np.int32(n), *listed))
-    else:
-        extent = [np.int32(v) for v in reversed(shape)] + [np.int32(1)] * (3 - len(shape))
-        kernel(grid, block, (held, *tags, rho, u, *extent, *listed))
+    out_shape = shape if nodes is None else nodes.shape
+    rho = xp.empty(out_shape, dtype=np.float32)
+    u = xp.empty((d, *out_shape), dtype=np.float32)
+    count = n if nodes is None else int(nodes.size)
+    listed = () if nodes is None else (nodes, np.int32(count))
+    extent = ((np.int32(n),) if tags is None else
+              (*(np.int32(v) for v in reversed(shape)), *[np.int32(1)] * (3 - len(shape))))
+    kernel(((count + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1),
+           (held, *(tags or ()), rho, u, *extent, *listed))
     return rho, u

@@ -14,7 +14,7 @@ from thelma_py.compute import ComputeEngine, check_memory
 from thelma_py.cuda_steps import GraphSteps
 from thelma_py.lattice import Lattice
 from thelma_py.modules.compute.lbm.boundaries import face_label
-from thelma_py.modules.compute.lbm.collision import uniform_launch_values
+from thelma_py.modules.compute.lbm.collision import hold_uniforms
 from thelma_py.modules.compute.lbm.sparse import SparseState, fluid_moments
 from thelma_py.modules.compute.lbm.sparse_kernels import KERNELS, OPEN_KERNELS, step_args
 from thelma_py.nodes import NodeTags
@@ -95,13 +95,10 @@ class CudaSparseLbm(SparseState, GraphSteps, ComputeEngine):
         types = {"real_t": self.dtype, "pop_t": np.uint16}
         self.omega = self.dtype.type(params.omega)
         self.omega_minus = self.dtype.type(params.omega_minus)
-        uniforms = uniform_launch_values(params.relaxation(lattice), self.omega)
-        for name, value in uniforms.items():  # held for the kernels' argument of that name
-            setattr(self, name, self.dtype.type(value))
-        self.args = step_args(self.scheme, store=self.store,
-                              uniforms=tuple(uniforms)).bind(**types)
+        uniforms = hold_uniforms(self, params.relaxation(lattice))
+        self.args = step_args(self.scheme, store=self.store, uniforms=uniforms).bind(**types)
         self.open_args = step_args("pull", open_nodes=True, store=self.store,
-                                   uniforms=tuple(uniforms)).bind(**types)
+                                   uniforms=uniforms).bind(**types)
         pop = self.dtype if self.store == "fp32" else np.uint16
         self.buffers = [xp.empty((lattice.q, dom.count), dtype=pop)
                         for _ in range(self.buffer_count)]

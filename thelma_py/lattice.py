@@ -81,6 +81,7 @@ class Lattice:
     w: np.ndarray = attrs.field(converter=_frozen_array(np.float64), eq=False, repr=False)
     mrt: MomentBasis | None = attrs.field(default=None, eq=False, repr=False)
     cs2: float = CS2
+    _opposite: np.ndarray = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.c.shape != (len(self.w), self.c.shape[1]):
@@ -92,6 +93,11 @@ class Lattice:
         second = np.einsum("q,qa,qb->ab", self.w, self.c, self.c)
         if not np.allclose(second, self.cs2 * np.eye(self.d)):
             raise ValueError(f"{self.name}: second moment of the weights is not cs2 * I")
+        opposite = [np.flatnonzero((self.c == -ci).all(axis=1)) for ci in self.c]
+        if any(len(found) != 1 for found in opposite):
+            raise ValueError(f"{self.name}: every velocity needs exactly one opposite")
+        # held, not recomputed: the NumPy engines ask for it at every boundary of every step
+        object.__setattr__(self, "_opposite", _frozen_array(np.int64)([o[0] for o in opposite]))
 
     @property
     def q(self) -> int:
@@ -106,7 +112,7 @@ class Lattice:
     @property
     def opposite(self) -> np.ndarray:
         """Index of −c_i for every i, shape (Q,)."""
-        return np.array([int(np.flatnonzero((self.c == -ci).all(axis=1))[0]) for ci in self.c])
+        return self._opposite
 
     def equilibrium(self, rho, u: Sequence):
         """Second-order equilibrium f_eq_i(ρ, u) for i in 0..Q-1, as a list.

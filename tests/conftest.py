@@ -10,12 +10,32 @@ background once collection is done (:mod:`tests.nvcc`).
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
+import tempfile
 
 import pytest
 
-from tests import hardware, nvcc
+from tests import build_cache, hardware, nvcc
+
+_OWN_BUILDS = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's folder of compiled artifacts, made by the controlling process (pytest-xdist
+    workers inherit its name: :mod:`tests.build_cache`)."""
+    if not hasattr(config, "workerinput") and build_cache.ENV not in os.environ:
+        os.environ[build_cache.ENV] = tempfile.mkdtemp(prefix="thelma_builds_")
+        config.stash[_OWN_BUILDS] = os.environ[build_cache.ENV]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_OWN_BUILDS, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(build_cache.ENV, None)
+
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: only selected gpu tests count
@@ -34,7 +54,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "nvcc" in item.keywords:
                 item.add_marker(skip)
-    elif not config.option.collectonly:
+    elif not config.option.collectonly and not hasattr(config, "workerinput"):
+        # under pytest-xdist every worker collects every test: a prefetch there would compile
+        # each kernel once per worker, so the workers compile their own tests' kernels
         nvcc.prefetch(item for item in items if item.get_closest_marker("skip") is None)
 
 

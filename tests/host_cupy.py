@@ -24,15 +24,15 @@ CUDA graph does.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import re
 import shutil
 import subprocess
-import tempfile
 import types
 from pathlib import Path
 
 import numpy as np
+
+from tests import build_cache
 
 PRELUDE = """
 #include <algorithm>
@@ -153,23 +153,26 @@ def _wrap(function):
 _BUILT: dict[str, Path] = {}
 """Shared libraries built this session, by the hash of their C++ text: a module whose text
 is byte-identical to one built before (the same kernels asked for by another test) loads
-that library instead of running g++ again."""
+that library instead of running g++ again (in another pytest-xdist worker too:
+:mod:`tests.build_cache`)."""
 built = {"g++": 0, "reused": 0}
+GXX_FLAGS = ("-O1", "-ffp-contract=off", "-shared", "-fPIC")
 
 
 def _build(text: str) -> Path:
-    key = hashlib.sha256(text.encode()).hexdigest()[:24]
+    key = build_cache.key("g++", *GXX_FLAGS, text)
     if key in _BUILT:
         built["reused"] += 1
         return _BUILT[key]
-    folder = Path(tempfile.mkdtemp(prefix="host_cupy_"))
-    source = folder / f"{key}.cpp"
-    source.write_text(text)
-    subprocess.run([shutil.which("g++"), "-O1", "-ffp-contract=off", "-shared", "-fPIC",
-                    "-o", str(folder / f"{key}.so"), str(source)], check=True,
-                   capture_output=True)
-    built["g++"] += 1
-    _BUILT[key] = folder / f"{key}.so"
+
+    def gxx(folder: Path) -> None:
+        source = folder / "module.cpp"
+        source.write_text(text)
+        subprocess.run([shutil.which("g++"), *GXX_FLAGS, "-o", str(folder / "module.so"),
+                        str(source)], check=True, capture_output=True)
+        built["g++"] += 1
+
+    _BUILT[key] = build_cache.shared(key, gxx) / "module.so"
     return _BUILT[key]
 
 

@@ -37,7 +37,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         os.environ.pop(build_cache.ENV, None)
 
 
-
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: only selected gpu tests count
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gpu_items = [item for item in items if "gpu" in item.keywords]

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -45,7 +44,6 @@ def flags(options: tuple[str, ...]) -> tuple[str, ...]:
 
 _pool: ThreadPoolExecutor | None = None
 _jobs: dict[str, Future] = {}
-_folder: Path | None = None
 served = {"prefetched": 0, "compiled here": 0}
 """How :func:`compile_cubin` answered this session."""
 
@@ -89,19 +87,20 @@ def compile_cubin(source: str, folder: Path, name: str, options: Iterable[str] =
         result, cubin = _shared_compile(source, options, key)
     else:
         served["prefetched"] += 1
-        result, cubin = job.result()
+        result, cubin = job.result()  # the prefetch's own _shared_compile, at low priority
     (folder / f"{name}.cu").write_text(source)
     if cubin.exists():
         shutil.copyfile(cubin, folder / f"{name}.cubin")
     return result
 
 
-def _shared_compile(source: str, options: tuple[str, ...], key: str):
+def _shared_compile(source: str, options: tuple[str, ...], key: str,
+                    nice: tuple[str, ...] = ()):
     """(result, cubin) of one compile per pytest session (:mod:`tests.build_cache`: another
-    xdist worker may have made it, or be making it)."""
+    xdist worker, or the prefetch, may have made it or be making it)."""
 
     def compile_into(folder: Path) -> None:
-        done = _run(source, folder, "kernel", options)
+        done = _run(source, folder, "kernel", options, nice)
         (folder / "result.json").write_text(json.dumps(
             {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}))
 
@@ -128,11 +127,11 @@ def assert_all_compile(sources: Iterable[str], folder: Path, stem: str) -> None:
         assert_compiles(source, folder, f"{stem}_{k}")
 
 
-def _background(run: Callable, folder: Path, source: str, options: tuple[str, ...], key: str):
+def _background(source: str, options: tuple[str, ...], key: str):
     """At low priority: the tests on the main thread keep their core, the compiles take what
     is left (both cores while a test waits for one)."""
     nice = (shutil.which("nice"), "-n", "15") if shutil.which("nice") else ()
-    return run(source, folder, key, options, nice), folder / f"{key}.cubin"
+    return _shared_compile(source, options, key, nice)
 
 
 def _sources(build: Callable, params: dict) -> list[tuple[str, tuple[str, ...]]]:
@@ -147,7 +146,7 @@ def _sources(build: Callable, params: dict) -> list[tuple[str, tuple[str, ...]]]
 def prefetch(items: Iterable) -> int:
     """Start background compiles of the sources that the selected ``nvcc(sources=...)``
     tests will ask for, in their order; the number started."""
-    global _pool, _folder
+    global _pool
     started = 0
     for item in items:
         marker = item.get_closest_marker("nvcc")
@@ -167,19 +166,16 @@ def prefetch(items: Iterable) -> int:
             if _pool is None:
                 _pool = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
                                            thread_name_prefix="nvcc")
-                _folder = Path(tempfile.mkdtemp(prefix="thelma_nvcc_"))
-            _jobs[key] = _pool.submit(_background, _run, _folder, source, options, key)
+            _jobs[key] = _pool.submit(_background, source, options, key)
             started += 1
     return started
 
 
 def shutdown() -> None:
-    """Drop the compiles no test asked for (a failed or interrupted session) and the folder."""
-    global _pool, _folder
+    """Drop the compiles no test asked for (a failed or interrupted session); their folders go
+    with the session's (conftest)."""
+    global _pool
     if _pool is not None:
         _pool.shutdown(wait=True, cancel_futures=True)
         _pool = None
     _jobs.clear()
-    if _folder is not None:
-        shutil.rmtree(_folder, ignore_errors=True)
-        _folder = None

@@ -212,7 +212,6 @@ def test_nvcc_prefetch_serves_only_the_byte_identical_source(tmp_path, monkeypat
     monkeypatch.setattr(nvcc, "_run", fake_run)
     monkeypatch.setattr(nvcc, "_jobs", {})
     monkeypatch.setattr(nvcc, "_pool", None)
-    monkeypatch.setattr(nvcc, "_folder", None)
     monkeypatch.setattr(nvcc, "served", {"prefetched": 0, "compiled here": 0})
     monkeypatch.setenv(nvcc.build_cache.ENV, str(tmp_path / "builds"))  # not the session's
     mark = pytest.mark.nvcc(sources=lambda a: [f"src {a}", (f"src {a}", ["-x"])]).mark

@@ -548,19 +548,17 @@ def test_host_cuda_16bit_forces_decode_only_the_links(host_gpu, monkeypatch, sch
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
-@pytest.mark.parametrize(("scheme", "geometry", "steps", "codes_only"), [
-    ("pull", "curved", 4, True), ("aa", "walled", 4, True), ("aa", "porous", 5, True),
-    ("push", "porous", 4, True), ("push", "walled", 4, False)])
-def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, scheme, geometry, steps,
-                                                       codes_only):
+@pytest.mark.parametrize(("scheme", "geometry", "steps"), [
+    ("pull", "curved", 4), ("aa", "walled", 4), ("aa", "porous", 5), ("push", "porous", 4),
+    ("push", "walled", 4)])
+def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, scheme, geometry, steps):
     """ρ and u at a few nodes of a 16-bit engine come from those nodes' codes alone, in one
     kernel (the sphere's wake rings were decoding the whole state every 44 steps, then
     gathering and summing their codes population by population) and equal the whole fields'
     values there bit for bit, u = 0 at a solid node included, in every layout (AA after an
-    even and an odd step, push: streamed codes read by the nodes' tags, walls at rest; with
-    moving walls those two decode the whole state, ``codes_only`` False); the NumPy engine's
-    within 16-bit rounding. Planted: the points kernel storing at npoints − 1 − k fails
-    every case that reads codes only."""
+    even and an odd step, push: streamed codes read by the nodes' tags, past walls at rest
+    and moving ones); the NumPy engine's within 16-bit rounding. Planted: the points kernel
+    storing at npoints − 1 − k fails every case."""
     from tests.test_sparse import GEOMETRIES
 
     lattice = LATTICES["D3Q19"]
@@ -579,9 +577,8 @@ def test_host_cuda_16bit_probes_decode_only_their_nodes(host_gpu, scheme, geomet
     assert tags.solid[tuple(k[-1] for k in index)]
 
     def whole_state_refused(patch):
-        if codes_only:
-            patch.setattr(type(gpu), "_fields_from_store",
-                          lambda self: pytest.fail("whole state decoded"))
+        patch.setattr(type(gpu), "_fields_from_store",
+                      lambda self: pytest.fail("whole state decoded"))
 
     with pytest.MonkeyPatch.context() as patch:  # (undo() would take cupy's stand-in too)
         whole_state_refused(patch)

@@ -293,21 +293,19 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         """ρ and u at the nodes ``index`` (a tuple of index arrays, or of ints and slices, into
         the node arrays: the probes' points, a profile's line): in 16-bit storage from the
         codes of those nodes alone, one thread a node (:func:`.fields16.fields_kernel` with
-        ``points``; every layout but the streamed ones with moving walls; the values
-        :meth:`macroscopic` gives there, bit for bit), so that a few probes cost a kernel (pull
-        summed the gathered codes a population at a time, ~80 CuPy launches: 3.8 ms a sample
-        of the sphere's 40 wake probes on an H200, 9 % of its run; AA and push decoded the
-        whole state)."""
+        ``points``; the values :meth:`macroscopic` gives there, bit for bit), so that a few
+        probes cost a kernel (pull summed the gathered codes a population at a time, ~80 CuPy
+        launches: 3.8 ms a sample of the sphere's 40 wake probes on an H200, 9 % of its run;
+        AA and push decoded the whole state)."""
         slots = held_slots(self.lattice, self.scheme, self.phase)
-        if not self.lean or self._fields is not None or (
-                self.nodes >= MAX_FIELDS_NODES or (slots is None and self.walls.moving)):
+        if not self.lean or self._fields is not None or self.nodes >= MAX_FIELDS_NODES:
             rho, u = self.macroscopic()
             return rho[index], u[(slice(None), *index)]
         flat = np.ravel_multi_index(_index_arrays(index, self.shape), self.shape)
-        tags = None if slots is not None else (self.tag_words, self.tile_flags)
+        tags, walls = self._fields_tables(slots)
         rho, u = fields_from_codes(self._fields_kernel(slots, points=True),
                                    self.buffers[self.current], self.shape, self.lattice.d,
-                                   self.cp, tags, self._listed_nodes(flat))
+                                   self.cp, tags, self._listed_nodes(flat), walls)
         kinds = self.tags.kind.reshape(-1)[flat]  # host tags (decoded once): no copy back
         solid = np.flatnonzero(np.isin(kinds, [int(k) for k in SOLID_KINDS]))
         return self._finish_fields(rho, u, solid)
@@ -322,19 +320,29 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
 
     def _fields_from_store(self):
         """ρ = Σ f*_i and u = Σ c_i f*_i / ρ (− g/2 with a force; 0 at solid nodes) from the
-        held populations, in one kernel (:mod:`.fields16`, the same bits as the per-population
-        sums): where each node holds its own (pull, AA after an even step), and where they are
-        streamed to the neighbours (push, AA after an odd step) with walls at rest. Moving
-        walls (Ladd's term at the links into them) and states of 2^31 nodes or more take the
-        per-population path, which unstreams a population at a time (temporaries: two fp32
-        fields, and the decoding done in slabs of planes)."""
+        held populations, in one kernel (:mod:`.fields16`): where each node holds its own
+        (pull, AA after an even step), and where they are streamed to the neighbours (push, AA
+        after an odd step), past walls at rest (the same bits as the per-population sums) or
+        moving ones (Ladd's term taken off as the step computed it; the sums take off the
+        host's rounding of it). States of 2^31 nodes or more take the per-population path,
+        which unstreams a population at a time (temporaries: two fp32 fields, and the
+        decoding done in slabs of planes)."""
         slots = held_slots(self.lattice, self.scheme, self.phase)
-        if self.nodes >= MAX_FIELDS_NODES or (slots is None and self.walls.moving):
+        if self.nodes >= MAX_FIELDS_NODES:
             return self._fields_from(self._canonical_population, self.shape, self.solid_index)
-        tags = None if slots is not None else (self.tag_words, self.tile_flags)
+        tags, walls = self._fields_tables(slots)
         rho, u = fields_from_codes(self._fields_kernel(slots), self.buffers[self.current],
-                                   self.shape, self.lattice.d, self.cp, tags)
+                                   self.shape, self.lattice.d, self.cp, tags, walls=walls)
         return self._finish_fields(rho, u, self.solid_index)
+
+    def _fields_tables(self, slots: tuple[int, ...] | None) -> tuple:
+        """(tags, walls) of :func:`.fields16.fields_from_codes` for this layout: none where
+        each node holds its own populations; the tag words and tile flags where they are
+        streamed, and the boundary rows, edge table and periodic bits where walls move."""
+        if slots is not None:
+            return None, ()
+        walls = (self.bc, self.edge_bc, np.int32(self.periodic)) if self.walls.moving else ()
+        return (self.tag_words, self.tile_flags), walls
 
     def _fields_kernel(self, slots: tuple[int, ...] | None, points: bool = False):
         """The fields16 kernel of this layout (``slots`` of :func:`held_slots`; None: streamed),
@@ -342,8 +350,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         probes ask often)."""
         key = (slots if slots is not None else self.scheme, points)
         if key not in self._fields_kernels:
-            self._fields_kernels[key] = fields_kernel(self.lattice, self.store, slots,
-                                                      self.scheme, self.box_walls, points)
+            self._fields_kernels[key] = fields_kernel(
+                self.lattice, self.store, slots, self.scheme, self.box_walls, points,
+                moving=slots is None and self.walls.moving)
         return self._fields_kernels[key]
 
     def _fields_from(self, population, shape: tuple, solid):

@@ -18,7 +18,9 @@ neighbour x + c_i (wrapped across every face, as ``xp.roll``), except where x + 
 whose link brought it back as ī at x, and at solid nodes, which keep their own codes
 (``CudaLbm._canonical_population``): :func:`streamed_source` reads each node's tag for that
 (stored, or computed in clean tiles as the step kernels do). Moving walls add Ladd's term at
-those links: that case keeps the per-population path.
+those links; the kernel takes it off again as the step kernels computed it (float32, from the
+wall's row of ``bc``), where the per-population path takes off the host's term rounded to
+float32: there the two agree to an ulp of the term, not bit for bit.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from thelma_py.codegen.compile import compile_module
-from thelma_py.codegen.cuda import c3, header
+from thelma_py.codegen.cuda import WALL_ID, c3, header, wall_term
 from thelma_py.codegen.tag_tables import face_tag_function
 from thelma_py.lattice import Lattice
+from thelma_py.modules.compute.lbm.collision import wall_momentum
 from thelma_py.store16 import FORMATS, cuda_functions
 from thelma_py.tags import SOLID_KINDS, TagLayout
 
@@ -57,14 +60,16 @@ def held_slots(lattice: Lattice, scheme: str, phase: str) -> tuple[int, ...] | N
     return None
 
 
-def _summed(lattice: Lattice, codes) -> list[str]:
-    """Lines adding f_i = decode(``codes(i)``) + w_i to ρ and ±u_a, in the order of i."""
+def _summed(lattice: Lattice, codes, less=None) -> list[str]:
+    """Lines adding f_i = decode(``codes(i)``) + w_i to ρ and ±u_a, in the order of i;
+    ``less(i)``, where given and not empty, is a statement that may correct f first."""
     lines = []
     for i in range(lattice.q):
         c = [int(v) for v in lattice.c[i]]
         sums = "".join(f" u{a} {'+' if c[a] > 0 else '-'}= f;" for a in range(lattice.d) if c[a])
-        lines.append(f"    {{ const float f = pop_decode({codes(i)}) + "
-                     f"{_float_literal(lattice.w[i])}; rho += f;{sums} }}")
+        fix = less(i) if less is not None else ""
+        lines.append(f"    {{ {'float' if fix else 'const float'} f = pop_decode({codes(i)}) + "
+                     f"{_float_literal(lattice.w[i])};{fix} rho += f;{sums} }}")
     return lines
 
 
@@ -112,13 +117,16 @@ def fields_source(lattice: Lattice, store: str, slots: tuple[int, ...] | None = 
 
 
 def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int,
-                    points: bool = False) -> str:
+                    points: bool = False, moving: bool = False) -> str:
     """CUDA source of ``fields16_streamed(held, tags, tile_flags, rho, u, nx, ny, nz)``: ρ and
     u of a push state, or an AA state after an odd step (``scheme`` 'push' or 'aa'), held as
-    ``store`` codes, with walls at rest. Tags as the step kernels read them: stored where the
-    tile is flagged, else fluid with the links across the box faces ``box_walls``.
-    ``points``: ``fields16_streamed_at(..., nz, nodes, npoints)``, at the listed nodes only
-    (:func:`fields_source`)."""
+    ``store`` codes. Tags as the step kernels read them: stored where the tile is flagged, else
+    fluid with the links across the box faces ``box_walls``. ``moving``: walls may move, and
+    the kernel takes ``bc, edge_bc, periodic`` after ``nz``: a population that came back from
+    a wall holds Ladd's term, which is taken off again as the step kernels computed it
+    (:func:`thelma_py.codegen.cuda.wall_term`: the wall's row of ``bc``, its id from its tag or
+    the edge table). ``points``: ``fields16_streamed_at(..., nodes, npoints)`` last, at the
+    listed nodes only (:func:`fields_source`)."""
     if scheme not in ("push", "aa"):
         raise ValueError(f"streamed layouts are push and aa, not {scheme!r}")
     layout, opposite = TagLayout(lattice), [int(j) for j in lattice.opposite]
@@ -139,10 +147,21 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int,
         return (f"held[(long long)(solid ? {own(i)} : {back} ? {j} : {i}) * count + "
                 f"(solid || {back} ? m : {neighbour})]")
 
+    def less_ladd(i: int) -> str:
+        """f*_i = what came back as ī, less Ladd's term of ī (only at fluid nodes)."""
+        if i == 0:
+            return ""
+        j = opposite[i]
+        setup, term = wall_term(lattice, j, wall_momentum)
+        return (f" if (!solid && ((tag >> {layout.link_bit(j)}) & 1)) {{ {setup} "
+                f"f -= {term}; }}")
+
     computed = "face_tag(x, y, z, nx, ny, nz)" if box_walls else "(tag_t)KIND_FLUID"
     wrapped = "".join(f"    const int {a}m = {a} == 0 ? n{a} - 1 : {a} - 1, "
                       f"{a}p = {a} == n{a} - 1 ? 0 : {a} + 1;\n" for a in "xyz"[:lattice.d])
     extra, head, at = _points_head(points)
+    walls = (", const float* __restrict__ bc, const int* __restrict__ edge_bc, "
+             "const int periodic") if moving else ""
     node = ("    const long long n = nodes[k];\n" if points else
             "    const long long n = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
             "    if (n >= count) return;\n")
@@ -156,33 +175,37 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int,
     return ("\n".join(header(f"rho and u of {lattice.name} {store} {scheme} codes, streamed",
                               __name__, "float", lattice)) + "\n"
             + (face_tag_function(lattice, box_walls) + "\n" if box_walls else "")
-            + cuda_functions(FORMATS[store]) +
+            + (WALL_ID if moving else "") + cuda_functions(FORMATS[store]) +
             f'extern "C" __global__ void {STREAMED_KERNEL_NAME}{POINTS_SUFFIX if points else ""}('
             "const unsigned short* __restrict__ held, const tag_t* __restrict__ tags, "
             "const unsigned char* __restrict__ tile_flags, float* __restrict__ rho_out, "
-            f"float* __restrict__ u_out, const int nx, const int ny, const int nz{extra})\n{{\n"
-            + body + _stores(lattice, at or "n", "npoints" if points else "count",
-                             _summed(lattice, codes)))
+            f"float* __restrict__ u_out, const int nx, const int ny, const int nz{walls}{extra})"
+            "\n{\n" + body + _stores(lattice, at or "n", "npoints" if points else "count",
+                                     _summed(lattice, codes, less_ladd if moving else None)))
 
 
 def fields_kernel(lattice: Lattice, store: str, slots: tuple[int, ...] | None, scheme: str,
-                  box_walls: int, points: bool = False):
+                  box_walls: int, points: bool = False, moving: bool = False):
     """The compiled kernel for codes whose node holds f*_i at ``slots`` (:func:`held_slots`;
     :func:`fields_source`), or, where ``slots`` is None, streamed by ``scheme``
-    (:func:`streamed_source`); ``points``: its variant at listed nodes."""
+    (:func:`streamed_source`, past ``moving`` walls or walls at rest); ``points``: its
+    variant at listed nodes."""
     suffix = POINTS_SUFFIX if points else ""
     if slots is not None:
         return compile_module(fields_source(lattice, store, slots, points)).get_function(
             KERNEL_NAME + suffix)
-    return compile_module(streamed_source(lattice, store, scheme, box_walls, points)
+    return compile_module(streamed_source(lattice, store, scheme, box_walls, points, moving)
                           ).get_function(STREAMED_KERNEL_NAME + suffix)
 
 
-def fields_from_codes(kernel, held, shape: tuple, d: int, xp, tags=None, nodes=None):
+def fields_from_codes(kernel, held, shape: tuple, d: int, xp, tags=None, nodes=None,
+                      walls=()):
     """(ρ, u) float32 of the codes ``held`` (Q, *shape) with ``kernel`` (:func:`fields_kernel`
     of their layout), given ``tags`` (the engine's tag words and tile flags) where it is the
-    streamed one: of every node, or with ``nodes`` (flat positions, an int32 device array; the
-    kernel's ``points`` variant) of those alone, ρ shaped like ``nodes`` and u (d, *that)."""
+    streamed one, and there ``walls`` (the boundary rows, the edge table and the periodic
+    bits) where walls move: of every node, or with ``nodes`` (flat positions, an int32 device
+    array; the kernel's ``points`` variant) of those alone, ρ shaped like ``nodes`` and u
+    (d, *that)."""
     n = int(np.prod(shape))
     if n >= MAX_FIELDS_NODES:
         raise ValueError(f"fields16 counts nodes in 32-bit integers; {n} nodes is too many")
@@ -194,5 +217,5 @@ def fields_from_codes(kernel, held, shape: tuple, d: int, xp, tags=None, nodes=N
     extent = ((np.int32(n),) if tags is None else
               (*(np.int32(v) for v in reversed(shape)), *[np.int32(1)] * (3 - len(shape))))
     kernel(((count + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1),
-           (held, *(tags or ()), rho, u, *extent, *listed))
+           (held, *(tags or ()), rho, u, *extent, *walls, *listed))
     return rho, u

@@ -386,7 +386,11 @@ def test_cavity_with_16bit_storage_stays_near_fp32():
 def test_host_cuda_16bit_ranks_equal_one_domain_bit_for_bit(host_gpu, store):
     """Three ranks along z (a lid on the cut axis), the overlapped schedule, 16-bit halo
     layers moved as stored words: the owned nodes equal one domain's bit for bit."""
-    from tests.test_parallel_host_cuda import _Exchanged, decomposed, exchange, geometry
+    from tests.test_parallel_host_cuda import (
+        assert_overlapped_ranks_equal_one_domain,
+        decomposed,
+        geometry,
+    )
 
     lattice = LATTICES["D3Q19"]
     geo = geometry("lid")
@@ -394,22 +398,8 @@ def test_host_cuda_16bit_ranks_equal_one_domain_bit_for_bit(host_gpu, store):
     boxes, ranks, plans, whole = decomposed(params, lattice, geo, (1, 1, 3),
                                             np.dtype("float32"), host_gpu)
     assert ranks[0].halo_arrays()[0].dtype == np.uint16
-    for _ in range(5):
-        exchange([rank.halo_arrays()[0] for rank in ranks], plans)
-        for rank in ranks:
-            rank.step_distributed(1, _Exchanged(), overlap=True)
-        whole.step(1)
-    rho, u = (np.array(a) for a in whole.macroscopic())
-    assert np.abs(u).max() > 1e-3
-    fluid = geo.evaluate(lattice).fluid
-    for box, rank in zip(boxes, ranks, strict=True):
-        window = tuple(slice(lo, lo + n)
-                       for lo, n in zip(reversed(box.lower), reversed(box.shape), strict=True))
-        part_rho, part_u = (np.array(a) for a in rank.macroscopic())
-        owned = fluid[window]
-        np.testing.assert_array_equal(part_rho[box.inner][owned], rho[window][owned])
-        np.testing.assert_array_equal(part_u[(slice(None), *box.inner)][:, owned],
-                                      u[(slice(None), *window)][:, owned])
+    assert_overlapped_ranks_equal_one_domain(boxes, ranks, plans, whole,
+                                             geo.evaluate(lattice).fluid, overlap=True)
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")

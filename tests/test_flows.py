@@ -413,14 +413,44 @@ def test_drivers_on_the_cuda_engine_match_numpy(host_gpu, monkeypatch):
 
 
 @pytest.mark.slow
-def test_channel_and_sphere_validation_sections_pass_on_the_cpu():
+def test_channel_and_sphere_validation_sections_pass_on_the_cpu(tmp_path):
     """`thelma validate --only channel sphere-subcritical` on the CPU: the laminar measure
-    (1e-3) and the sphere smoke check (c_D within 25 % of Schiller-Naumann)."""
+    (1e-3) and the sphere smoke check (c_D within 25 % of Schiller-Naumann); the sphere's
+    force series is kept beside the report (``sphere_subcritical.json``), and its mean over
+    the measured window is the c_D checked."""
     from thelma_py.tools import report
 
-    for section in (report.channel_section("small", "cpu", False),
-                    report.sphere_subcritical_section("small", "cpu", False)):
+    sections = (report.channel_section("small", "cpu", False),
+                report.sphere_subcritical_section("small", "cpu", False))
+    for section in sections:
         assert section.checks and all(c.passed for c in section.checks), section.text
+    text, passed = report.render(list(sections), tmp_path, "# page")
+    assert passed and "Data: [`sphere_subcritical.json`]" in text
+    kept = json.loads((tmp_path / "sphere_subcritical.json").read_text())
+    step, c_d = np.array(kept["series"]["step"]), np.array(kept["series"]["c_D"])
+    late = step >= 6.0 * kept["d"] / kept["u"]
+    assert late.sum() >= 16 and c_d[late].mean() == pytest.approx(kept["c_D"], rel=1e-12)
+
+
+def test_sphere_gpu_section_keeps_its_run_beside_the_report(tmp_path, monkeypatch):
+    """The GPU arm of ``sphere-subcritical`` (its run replaced by a record of known values):
+    each ring's St in the text, the failing St check, and the whole run record (force and
+    probe series) in ``sphere_subcritical.json``, so that a failed St can be looked at again
+    on the CPU (session 27: St 0.285 on an H100, halves 0.912 and 0.233)."""
+    from thelma_py.tools import report
+
+    record = {"d": 40, "shape": [600, 280, 280], "scheme": "cumulant-k17", "c_D": 0.407,
+              "St": 0.285, "resolution": 0.0167, "St_halves": [0.912, 0.233],
+              "St_stations": {"2.50": 0.70, "5.00": 0.285}, "c_D_error": 0.033,
+              "St_error": 0.326, "reference": {"source": "DNS", "c_D": 0.394, "St": 0.215},
+              "series": {"step": [0, 1], "c_D": [0.4, 0.41]}, "probes": {"step": [0, 1]}}
+    monkeypatch.setattr(report.flows, "sphere_run", lambda *a, **k: record)
+    monkeypatch.setattr(report, "_pulse_checks", lambda device: ("", []))
+    section = report.sphere_subcritical_section("small", "cuda", True)
+    assert "each ring behind the centre alone: 2.50 d: 0.700, 5.00 d: 0.285" in section.text
+    assert [c.passed for c in section.checks] == [True, False]
+    report.render([section], tmp_path, "# page")
+    assert json.loads((tmp_path / "sphere_subcritical.json").read_text()) == record
 
 
 @pytest.mark.parametrize("scheme", [name for name in flows.TGV_SCHEMES if "cubic" in name])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import time
 import warnings
@@ -74,14 +75,18 @@ class Check:
 
 @attrs.define
 class Section:
-    """A report section: Markdown text, checks, and an optional figure drawn on a matplotlib
-    Figure (saved as ``<slug>.png``)."""
+    """A report section: Markdown text, checks, an optional figure drawn on a matplotlib
+    Figure (saved as ``<slug>.png``) and optional data (saved as ``<slug>.json``)."""
 
     title: str
     slug: str
     text: str
     checks: list[Check] = attrs.field(factory=list)
     plot: Callable | None = None
+    data: dict | None = None
+    """What the checks were read from (a run's force and probe series), kept beside the
+    report so that a check can be looked at again without running the case again: a chaotic
+    wake's St that fails on one GPU run cannot be reproduced on the CPU."""
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -464,7 +469,8 @@ def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
         solver = sphere_wake.build(d=d, reynolds=re, u=u, length=8, width=4, upstream=2.5,
                                    collision="trt", device=device)
         solver.run(round(12 * d / u))
-        c_d = sphere_wake.wake_measures(sphere_wake.force_series(solver), d, u, 6.0)["c_D"]
+        series = sphere_wake.force_series(solver)
+        c_d = sphere_wake.wake_measures(series, d, u, 6.0)["c_D"]
         expected = 24 / re * (1 + 0.15 * re**0.687)
         error = abs(c_d / expected - 1)
         text = (f"CPU smoke run: Re = {re:g}, d = {d}, 8d × 4d × 4d (blockage 4.9 %), mean c_D "
@@ -473,16 +479,19 @@ def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
                 + pulse_text)
         return Section(title, "sphere_subcritical", text, [Check(
             "sphere Re=50 d=6: |mean c_D / Schiller-Naumann − 1|", error, "< 0.25",
-            error < 0.25), *pulse_checks])
+            error < 0.25), *pulse_checks],
+            data={"reynolds": re, "d": d, "u": u, "c_D": c_d,
+                  "series": {k: v.tolist() for k, v in series.items()}})
     r = flows.sphere_run(3700.0, "cumulant-k17", d=40, device=device, precision="float32",
                          inlet="characteristic", outlet="characteristic", kick=0.2,
                          transient=25.0, average=60.0)
+    rings = ", ".join(f"{a} d: {st:.3f}" for a, st in r.get("St_stations", {}).items())
     text = (f"Re = 3700, d = {r['d']}, {r['shape']}, {r['scheme']}, float32: c_D = {r['c_D']:.3f}, "
             f"St = {r['St']:.3f} ± {r['resolution'] / 2:.3f} (halves of the record "
-            f"{flows.halves_text(r)}); reference "
+            f"{flows.halves_text(r)}; each ring behind the centre alone: {rings}); reference "
             f"{r['reference']['source']}: c_D {r['reference']['c_D']}, St "
             f"{r['reference']['St']}." + pulse_text)
-    return Section(title, "sphere_subcritical", text, [*pulse_checks,
+    return Section(title, "sphere_subcritical", text, data=r, checks=[*pulse_checks,
         Check(f"sphere Re=3700: |c_D / {r['reference']['c_D']} − 1|", abs(r["c_D_error"]),
               "< 0.05", abs(r["c_D_error"]) < 0.05),
         Check(f"sphere Re=3700: |St / {r['reference']['St']} − 1|", abs(r["St_error"]),
@@ -636,6 +645,10 @@ def render(sections: list[Section], out: Path, header: str) -> tuple[str, bool]:
         if available and section.plot is not None:
             plots.save_figure(section.plot, out / f"{section.slug}.png")
             lines += [f"![{section.title}]({section.slug}.png)", ""]
+        if section.data is not None:
+            atomic_write_text(out / f"{section.slug}.json",
+                              json.dumps(section.data, default=float))
+            lines += [f"Data: [`{section.slug}.json`]({section.slug}.json).", ""]
     return "\n".join(lines) + "\n", all(c.passed for c in checks)
 
 

@@ -6,7 +6,7 @@
 RUN.json: a ``flows sphere`` run with its probes (``benchmarks/data``; ``.gz`` is read too),
 or the ``sphere_subcritical.json`` that ``thelma validate`` keeps beside its report. For
 records of ``--length`` d/U that start every ``--every`` d/U from ``--from`` on, the shipped
-measure (:func:`thelma_py.cases.sphere_wake.wake_measures`: the peak of the rings' summed
+measure (:func:`thelma_py.tools.flows.sphere_measures`: the peak of the rings' summed
 side-to-side spectra at 2.5 d and beyond; the St of the validate check, whose record is
 25–85 d/U) and its halves, St against ``--reference`` and the mean c_D, one line each, then
 the share of records within 5 % (docs/validation/flows.md, section 3, session 27).
@@ -18,21 +18,22 @@ import argparse
 
 import numpy as np
 
-from thelma_py.cases import sphere_wake
 from thelma_py.files import read_json
+from thelma_py.tools.flows import sphere_measures
+
+
+def _until(columns: dict, last_step: float) -> dict:
+    """The columns' samples up to ``last_step``."""
+    arrays = {k: np.asarray(v, dtype=float) for k, v in columns.items()}
+    keep = arrays["step"] <= last_step
+    return {k: v[keep] for k, v in arrays.items()}
 
 
 def window_measures(run: dict, start: float, end: float) -> dict:
     """The shipped measures over ``start``–``end`` d/U of ``run``."""
     d, u = run["d"], run["u"]
-    series = {k: np.asarray(v, dtype=float) for k, v in run["series"].items()}
-    probes = {k: np.asarray(v, dtype=float) for k, v in run["probes"].items()}
-    keep = series["step"] <= end * d / u
-    kept = probes["step"] <= end * d / u
-    centre = run.get("options", {}).get("upstream", 4.0) * d
-    return sphere_wake.wake_measures({k: v[keep] for k, v in series.items()}, d, u, start,
-                                     {k: v[kept] for k, v in probes.items()},
-                                     centre_x=centre)
+    return sphere_measures(_until(run["series"], end * d / u), _until(run["probes"], end * d / u),
+                           d, u, start, run.get("options", {}))
 
 
 def main() -> None:

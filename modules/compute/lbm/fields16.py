@@ -133,6 +133,10 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int,
     solid = " || ".join(f"kind == KIND_{k.name}" for k in SOLID_KINDS)
     own = (lambda i: i) if scheme == "push" else (lambda i: opposite[i])
 
+    def came_back(i: int) -> str:
+        """Whether f*_i of a fluid node came back to it as ī (its link bit of ī)."""
+        return f"((tag >> {layout.link_bit(opposite[i])}) & 1)"
+
     def codes(i: int) -> str:
         if i == 0:
             return "held[n]"
@@ -143,7 +147,7 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int,
         j = opposite[i]
         # one load at a selected slot and node (constants and ints: selects, not branches),
         # so that the Q loads of a thread go out together instead of one after another
-        back = f"((tag >> {layout.link_bit(j)}) & 1)"
+        back = came_back(i)
         return (f"held[(long long)(solid ? {own(i)} : {back} ? {j} : {i}) * count + "
                 f"(solid || {back} ? m : {neighbour})]")
 
@@ -151,10 +155,8 @@ def streamed_source(lattice: Lattice, store: str, scheme: str, box_walls: int,
         """f*_i = what came back as ī, less Ladd's term of ī (only at fluid nodes)."""
         if i == 0:
             return ""
-        j = opposite[i]
-        setup, term = wall_term(lattice, j, wall_momentum)
-        return (f" if (!solid && ((tag >> {layout.link_bit(j)}) & 1)) {{ {setup} "
-                f"f -= {term}; }}")
+        setup, term = wall_term(lattice, opposite[i], wall_momentum)
+        return f" if (!solid && {came_back(i)}) {{ {setup} f -= {term}; }}"
 
     computed = "face_tag(x, y, z, nx, ny, nz)" if box_walls else "(tag_t)KIND_FLUID"
     wrapped = "".join(f"    const int {a}m = {a} == 0 ? n{a} - 1 : {a} - 1, "

@@ -30,12 +30,12 @@ cross-stream velocity, in which axisymmetric sound cancels), whose spectrum abov
 holds the shedding; below it lies the slow motion of the whole wake, which dominates the side
 force at Re 3700 (0.05; docs/validation/flows.md).
 
-Run (Re 3700, d = 40, 85 d/U: about 6 minutes on an H100)::
+Run (Re 3700, d = 40, 125 d/U: about 8 minutes on an H100)::
 
     thelma run cases/sphere_wake.py --device cuda --precision float32 --set reynolds=3700 \\
         --set d=40 --set lattice=D3Q27 --set inlet=characteristic --set outlet=characteristic \\
         --set "collision={'name': 'cumulant', 'parametrized': True, 'limiter': 0.01}" \\
-        --set kick=0.2 --steps 68000
+        --set kick=0.2 --steps 100000
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from thelma_py.files import read_json
 from thelma_py.tools import flows
 
 
@@ -49,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     files = [f for p in args.paths
              for f in (sorted(p.glob("flows_sphere*.json*")) if p.is_dir() else [p])]
-    runs = [r for path in files for r in read_json(path)["runs"]]
+    runs = [r for path in files for r in flows.sphere_records(path)]
     if args.transient is not None:
         runs = [r if "error" in r else remeasured(r, args.transient) for r in runs]
     print("| Re | scheme | d | c_D | ref | St | halves | ref | rings (d behind the centre) | "

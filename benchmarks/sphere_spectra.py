@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from thelma_py.cases import sphere_wake
-from thelma_py.files import read_json
+from thelma_py.tools.flows import sphere_records
 
 SEGMENT = 25.0
 """Welch segment length, in d/U."""
@@ -90,7 +90,7 @@ def main() -> None:
         spare.remove()
     for item in args.runs:
         path, _, label = item.partition(":")
-        run = read_json(path)["runs"][0]
+        run = sphere_records(path)[0]
         spectra = panels(run, args.transient, rings)
         for ax, (title, (st, power)) in zip(axes, spectra.items(), strict=True):
             ax.semilogy(st, power, lw=1, label=label or Path(path).stem)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from thelma_py.cases import sphere_wake
-from thelma_py.files import read_json
+from thelma_py.tools.flows import sphere_records
 
 BAND = sphere_wake.SHEDDING_BAND
 
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--end", type=float, default=np.inf, help="end of the record (d/U)")
     args = parser.parse_args()
     for path in args.runs:
-        for run in read_json(path)["runs"]:
+        for run in sphere_records(path):
             print(f"{path.name}: Re {run['reynolds']:g} {run['scheme']} d={run['d']}")
             for at, readings in ring_readings(run, args.transient, args.end).items():
                 print(f"  {at:4.1f} d: " + ", ".join(f"{k} {v:.3f}" for k, v in readings.items()))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thelma_py.files import read_json
+from thelma_py.tools.flows import sphere_records
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sphere_st_check import ring_readings  # noqa: E402
@@ -65,7 +65,7 @@ def main() -> None:
                label=f"reference {args.reference} ± 5 %")
     for k, item in enumerate(args.runs):
         path, _, label = item.partition(":")
-        run = read_json(path)["runs"][0]
+        run = sphere_records(path)[0]
         last = float(run["probes"]["step"][-1]) * run["u"] / run["d"]
         whole = points_at(run, START, last, stations)
         label = label or Path(path).name

@@ -18,8 +18,7 @@ import argparse
 
 import numpy as np
 
-from thelma_py.files import read_json
-from thelma_py.tools.flows import sphere_measures
+from thelma_py.tools.flows import sphere_measures, sphere_records
 
 
 def _until(columns: dict, last_step: float) -> dict:
@@ -45,8 +44,7 @@ def main() -> None:
                         help="d/U where the first record starts")
     parser.add_argument("--reference", type=float, default=0.215)
     args = parser.parse_args()
-    data = read_json(args.run)
-    run = data["runs"][0] if "runs" in data else data
+    run = sphere_records(args.run)[0]
     last = float(run["series"]["step"][-1]) * run["u"] / run["d"]
     errors = []
     for start in np.arange(args.first, last - args.length + 1e-9, args.every):

@@ -24,6 +24,7 @@ import numpy as np
 import thelma_py as tp
 from thelma_py.cases import channel, sphere_wake
 from thelma_py.cases.reference import load_tgv_reference
+from thelma_py.files import read_json
 from thelma_py.modules.compute.lbm.collisions.cumulant import K17
 from thelma_py.modules.results.derived import (
     divergence_from_gradient,
@@ -400,6 +401,13 @@ def sphere_measures(series: dict, probes: dict | None, d: int, u: float, transie
     :func:`sphere_run` (also for runs read back from JSON: ``benchmarks/sphere_plot.py``)."""
     return sphere_wake.wake_measures(series, d, u, transient, probes,
                                      centre_x=build.get("upstream", 4.0) * d)
+
+
+def sphere_records(path: str | Path) -> list[dict]:
+    """The sphere runs stored in ``path``: the ``runs`` of a ``flows sphere`` output, or the
+    one run of the ``sphere_subcritical.json`` that ``thelma validate`` keeps (``.gz`` too)."""
+    data = read_json(path)
+    return data.get("runs", [data])
 
 
 def _rounded(columns: dict[str, np.ndarray], digits: int = 5) -> dict[str, list[float]]:

@@ -214,8 +214,10 @@ def strouhal(times: np.ndarray, side: Sequence[np.ndarray], d: float, u: float,
 
 SHEDDING_BAND = (0.1, 1.0)
 """Where the wake probes' spectrum is searched for the shedding peak (St = f d / U): above the
-slow motion of the whole wake (St ≈ 0.02–0.08 at Re 3700), below the shear layer's instability
-(St ≈ 0.7 and above at Re 3700; it rises with Re)."""
+slow motion of the whole wake (St ≈ 0.02–0.08 at Re 3700). The band also holds the shear
+layer's roll-up (St ≈ 0.5–0.9 at Re 3700 and d = 40; it rises with Re): only the choice of
+rings (:data:`SHEDDING_FROM`) keeps that out, and at Re 3700 it does not always (a roll-up
+can lead the 3–5 d rings for tens of d/U; docs/validation/flows.md, section 3, session 28)."""
 
 
 def cross_stream(probes: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -8,7 +8,7 @@ or the ``sphere_subcritical.json`` that ``thelma validate`` keeps beside its rep
 records of ``--length`` d/U that start every ``--every`` d/U from ``--from`` on, the shipped
 measure (:func:`thelma_py.tools.flows.sphere_measures`: the peak of the rings' summed
 side-to-side spectra at 2.5 d and beyond; the St of the validate check, whose record is
-25–85 d/U) and its halves, St against ``--reference`` and the mean c_D, one line each, then
+25–125 d/U) and its halves, St against ``--reference`` and the mean c_D, one line each, then
 the share of records within 5 % (docs/validation/flows.md, section 3, session 27).
 """
 

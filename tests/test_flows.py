@@ -628,3 +628,16 @@ def test_sphere_spectra_panels_the_rings_asked_for():
             st, abs=0.02), title
     with pytest.raises(SystemExit, match=r"no ring at \[5\] d .*it has \[1, 3, 7\]"):
         spectra.panels(run, transient=5.0, rings=(1, 5))
+
+
+def test_sphere_records_read_flows_output_and_validate_data(tmp_path):
+    """A ``flows sphere`` file holds its runs under "runs"; the validate section's data is one
+    run; both read back as a list of runs, gzip-compressed or not."""
+    import gzip
+
+    run = {"reynolds": 3700.0, "d": 40, "u": 0.05}
+    (tmp_path / "flows.json").write_text(json.dumps({"runs": [run, {**run, "d": 48}]}))
+    with gzip.open(tmp_path / "validate.json.gz", "wt") as f:
+        json.dump(run, f)
+    assert [r["d"] for r in flows.sphere_records(tmp_path / "flows.json")] == [40, 48]
+    assert flows.sphere_records(tmp_path / "validate.json.gz") == [run]

@@ -24,7 +24,7 @@ import numpy as np
 import thelma_py as tp
 from thelma_py.cases import channel, sphere_wake
 from thelma_py.cases.reference import load_tgv_reference
-from thelma_py.files import read_json
+from thelma_py.files import atomic_write_text, read_json
 from thelma_py.modules.compute.lbm.collisions.cumulant import K17
 from thelma_py.modules.results.derived import (
     divergence_from_gradient,
@@ -417,8 +417,8 @@ def _rounded(columns: dict[str, np.ndarray], digits: int = 5) -> dict[str, list[
 
 # -- command line ------------------------------------------------------------------------------
 def _write(out: Path, name: str, data) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(data, indent=1, default=float))
+    out.mkdir(parents=True, exist_ok=True)  # atomic: a device call's timeout can cut a run short
+    atomic_write_text(out / f"{name}.json", json.dumps(data, indent=1, default=float))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -132,6 +132,19 @@ def test_the_limiter_pushes_large_third_order_cumulants_to_rate_one():
     np.testing.assert_allclose(loose_post, plain_post, rtol=0, atol=1e-12)
 
 
+def decay_rate_error(solver, mode: np.ndarray, exact: float) -> float:
+    """Decay rate of |Σ u_x · ``mode``| fitted over eight samples a tenth of 1 / ``exact``
+    apart (after one such stride), relative to ``exact``, minus 1."""
+    stride = max(1, round(0.1 / exact))
+    times, amplitudes = [], []
+    solver.run(stride)
+    for _ in range(8):
+        times.append(solver.time_step)
+        amplitudes.append(abs((solver.velocity()[0] * mode).mean()))
+        solver.run(stride)
+    return -np.polyfit(times, np.log(amplitudes), 1)[0] / exact - 1.0
+
+
 def shear_wave_rate_error(n: int, nu: float, collision: str = "cumulant",
                           lattice: str = "D3Q27", drift: float = 0.0) -> float:
     """u_x = u0 sin(k y) on a periodic 4 × n × 1 box, the frame moving at u_y = ``drift``
@@ -142,16 +155,8 @@ def shear_wave_rate_error(n: int, nu: float, collision: str = "cumulant",
     solver = tp.compose(lattice, tp.geometry.periodic_box((4, n, 1)),
                         tp.plugin("compute", "lbm", nu=nu, collision=collision), init=init,
                         device="cpu")
-    exact = nu * k * k
-    stride = max(1, round(0.1 / exact))
     mode = np.exp(-1j * k * np.arange(n))[None, :, None]  # velocity is (nz, ny, nx)
-    times, amplitudes = [], []
-    solver.run(stride)
-    for _ in range(8):
-        times.append(solver.time_step)
-        amplitudes.append(abs((solver.velocity()[0] * mode).mean()))
-        solver.run(stride)
-    return -np.polyfit(times, np.log(amplitudes), 1)[0] / exact - 1.0
+    return decay_rate_error(solver, mode, nu * k * k)
 
 
 def test_shear_wave_decays_at_the_viscous_rate_with_second_order_error():
@@ -278,17 +283,9 @@ def diagonal_wave_rate_error(n: int, nu: float, collision, drift: float = 0.0) -
     solver = tp.compose("D3Q27", tp.geometry.periodic_box((n, n, 1)),
                         tp.plugin("compute", "lbm", nu=nu, collision=collision), init=init,
                         device="cpu")
-    exact = 2.0 * nu * k * k
-    stride = max(1, round(0.1 / exact))
     index = np.arange(n)
     mode = np.exp(-1j * k * (index[None, None, :] + index[None, :, None]))
-    times, amplitudes = [], []
-    solver.run(stride)
-    for _ in range(8):
-        times.append(solver.time_step)
-        amplitudes.append(abs((solver.velocity()[0] * mode).mean()))
-        solver.run(stride)
-    return -np.polyfit(times, np.log(amplitudes), 1)[0] / exact - 1.0
+    return decay_rate_error(solver, mode, 2.0 * nu * k * k)
 
 
 def test_parametrized_diagonal_shear_wave_uses_the_fourth_order_trace_equilibria():

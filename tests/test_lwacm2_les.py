@@ -168,23 +168,6 @@ def test_two_step_les_kernel_compiles_with_nvcc(tmp_path, lat, real):
     assert "warning" not in result.stderr.lower(), result.stderr[-3000:]
 
 
-def test_two_step_checkpoint_records_les_and_refuses_another(tmp_path):
-    def solver(les):
-        init = tp.plugin("init", "taylor-green", u0=0.02, size=(8, 8))
-        return tp.compose("D2Q9", tp.geometry.periodic_box((8, 8)),
-                          tp.plugin("compute", "lwacm", nu=0.01, les=les), init=init,
-                          device="cpu")
-
-    first = solver({"name": "smagorinsky", "c_s": 0.12})
-    first.step(3)
-    path = first.save_checkpoint(tmp_path / "ck")
-    again = solver({"name": "smagorinsky", "c_s": 0.12})
-    assert again.load_checkpoint(path) == 3
-    np.testing.assert_array_equal(again.engine.f, first.engine.f)
-    with pytest.raises(Exception, match="les"):
-        solver(None).load_checkpoint(path)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
 @pytest.mark.parametrize("lattice_name", ["D2Q9", "D3Q19"])

@@ -282,11 +282,14 @@ def test_bad_les_input_gives_one_line_errors():
             LATTICES["D2Q9"], box, select_backend("cpu"), np.dtype(np.float32))
 
 
-def test_checkpoint_records_les_and_refuses_another(tmp_path):
+@pytest.mark.parametrize("compute", ["lwacm-fused", "lwacm"])
+def test_checkpoint_records_les_and_refuses_another(tmp_path, compute):
+    """Both LW-ACM schemes: a restored LES run steps on bit for bit; a run without LES
+    refuses the checkpoint."""
     def solver(les):
         init = tp.plugin("init", "taylor-green", u0=0.02, size=(8, 8))
         return tp.compose("D2Q9", tp.geometry.periodic_box((8, 8)),
-                          tp.plugin("compute", "lwacm-fused", nu=0.01, les=les), init=init,
+                          tp.plugin("compute", compute, nu=0.01, les=les), init=init,
                           device="cpu")
 
     first = solver({"name": "smagorinsky", "c_s": 0.12})
@@ -294,8 +297,50 @@ def test_checkpoint_records_les_and_refuses_another(tmp_path):
     path = first.save_checkpoint(tmp_path / "ck")
     again = solver({"name": "smagorinsky", "c_s": 0.12})
     assert again.load_checkpoint(path) == 3
+    first.step(2)
+    again.step(2)
+    np.testing.assert_array_equal(again.velocity(), first.velocity())
+    np.testing.assert_array_equal(again.density(), first.density())
     with pytest.raises(Exception, match="les"):
         solver(None).load_checkpoint(path)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "host-cuda"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
+def test_shifted_records_restart_bit_for_bit(request, backend, dtype):
+    """Records of ρ − 1 (LES's default) are saved as they are: a restart steps on bit for bit
+    in the NumPy engine and the CUDA one (host stand-in), from a random walled state; without
+    them (an older checkpoint, ρ only) it does not, which shows the test can see the loss.
+    Either engine takes the other's checkpoint and gives its records back (u at fluid nodes:
+    the CUDA engine keeps walls at rest in its records)."""
+    from tests.lbm_setups import walled_geometry
+    from tests.test_gpu_lwacm import random_fields
+
+    lattice = LATTICES["D3Q19"]
+    tags = walled_geometry(lattice).evaluate(lattice)
+    params = LwacmFused(nu=0.002, les={"name": "smagorinsky", "c_s": 0.17})
+    where = (select_backend("cpu") if backend == "cpu"
+             else request.getfixturevalue("host_gpu"))
+    a, b, c = (params.create(lattice, tags, where, np.dtype(dtype)) for _ in range(3))
+    rho, u = random_fields(lattice, tags.tags.shape, dtype)
+    a.load_state({"rho": (1 + 1e-3 * (rho - 1)).astype(dtype), "u": 0.1 * u})
+    a.step(3)
+    saved = a.state()
+    assert saved["rho_minus_one"].dtype == np.dtype(dtype)
+    a.step(2)
+    b.load_state(saved)
+    b.step(2)
+    c.load_state({"rho": saved["rho"], "u": saved["u"]})
+    c.step(2)
+    for key, value in a.state().items():
+        np.testing.assert_array_equal(b.state()[key], value)
+    assert np.any(c.state()["rho_minus_one"] != a.state()["rho_minus_one"])
+    other = params.create(lattice, tags, select_backend("cpu") if backend != "cpu"
+                          else request.getfixturevalue("host_gpu"), np.dtype(dtype))
+    other.load_state(saved)
+    back = other.state()
+    np.testing.assert_array_equal(back["rho_minus_one"], saved["rho_minus_one"])
+    np.testing.assert_array_equal(back["u"][:, tags.fluid], saved["u"][:, tags.fluid])
 
 
 @pytest.mark.gpu

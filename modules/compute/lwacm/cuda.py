@@ -333,6 +333,9 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
         rho, u = self.macroscopic()
         state = {"rho": np.ascontiguousarray(rho.get()), "u": np.ascontiguousarray(u.get())}
         if self.store == "fp32":
+            if self.config.shifted:
+                state[self.SHIFTED_KEY] = np.ascontiguousarray(
+                    self.buffers[self.current][..., 0].get())
             return state
         # the codes themselves, components first like every field of a state (a distributed
         # run cuts the last axes): a restart is bit for bit (ρ = 1 + (ρ − 1) in fp32 drops the
@@ -359,6 +362,10 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
             self._graphs.clear()
             return
         self._set(self.cp.asarray(rho), self.cp.asarray(u))
+        shifted = self._shifted_records(state, self.config.shifted)
+        if shifted is not None:
+            for buffer in self.buffers:
+                buffer[..., 0] = self.cp.asarray(shifted)
 
     def macroscopic(self):
         """Views (ρ of shape S, u of shape (D, *S)) of the current records; with 16-bit

@@ -187,6 +187,18 @@ class CheckedState:
                              f"needs {self.dtype}{shape}")
         return value
 
+    SHIFTED_KEY = "rho_minus_one"
+    """The state's copy of records of ρ − 1 (density='shifted'): ρ = 1 + (ρ − 1), as the
+    state's ``rho`` holds it, drops the last bits of ρ − 1, so a restart from ``rho`` alone
+    would not step on bit for bit."""
+
+    def _shifted_records(self, state: dict, shifted: bool) -> np.ndarray | None:
+        """The checkpoint's records of ρ − 1 where this run keeps them and the checkpoint has
+        them (a run of absolute records takes ``rho``), else None."""
+        if not shifted or self.SHIFTED_KEY not in state:
+            return None
+        return self._check(state, self.SHIFTED_KEY, self.shape)
+
 
 class _NumpyBase(CurvedExchange, CheckedState, ComputeEngine):
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
@@ -433,6 +445,8 @@ class NumpyLwacmFused(_NumpyBase):
 
     def state(self) -> dict[str, np.ndarray]:
         state = {"rho": np.array(self.macroscopic()[0]), "u": self.w[1:].copy()}
+        if self.shifted:
+            state[self.SHIFTED_KEY] = self.w[0].copy()
         if self.store == "fp32":
             return state
         return {**state, "store": np.array(self.store), "clock": np.array(self.clock)}
@@ -443,4 +457,7 @@ class NumpyLwacmFused(_NumpyBase):
         u = self._check(state, "u", (lat.d, *self.shape))
         check_state_store(state, self.store)
         self.w = self._records(rho, u)
+        shifted = self._shifted_records(state, self.shifted)
+        if shifted is not None:
+            self.w[0] = shifted
         self.clock = int(state.get("clock", 0))

@@ -305,22 +305,24 @@ def test_checkpoint_records_les_and_refuses_another(tmp_path, compute):
         solver(None).load_checkpoint(path)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "host-cuda"])
+@pytest.mark.parametrize("backend", ["cpu", "host-cuda",
+                                     pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["fp32", "fp64"])
 def test_shifted_records_restart_bit_for_bit(request, backend, dtype):
     """Records of ρ − 1 (LES's default) are saved as they are: a restart steps on bit for bit
-    in the NumPy engine and the CUDA one (host stand-in), from a random walled state; without
-    them (an older checkpoint, ρ only) it does not, which shows the test can see the loss.
-    Either engine takes the other's checkpoint and gives its records back (u at fluid nodes:
-    the CUDA engine keeps walls at rest in its records)."""
+    in the NumPy engine and the CUDA one (on a GPU and by the host stand-in), from a random
+    walled state; without them (an older checkpoint, ρ only) it does not, which shows the test
+    can see the loss. Either engine takes the other's checkpoint and gives its records back
+    (u at fluid nodes: the CUDA engine keeps walls at rest in its records)."""
     from tests.lbm_setups import walled_geometry
     from tests.test_gpu_lwacm import random_fields
 
     lattice = LATTICES["D3Q19"]
     tags = walled_geometry(lattice).evaluate(lattice)
     params = LwacmFused(nu=0.002, les={"name": "smagorinsky", "c_s": 0.17})
-    where = (select_backend("cpu") if backend == "cpu"
-             else request.getfixturevalue("host_gpu"))
+    hosts = {"cpu": lambda: select_backend("cpu"), "cuda": lambda: select_backend("cuda"),
+             "host-cuda": lambda: request.getfixturevalue("host_gpu")}
+    where = hosts[backend]()
     a, b, c = (params.create(lattice, tags, where, np.dtype(dtype)) for _ in range(3))
     rho, u = random_fields(lattice, tags.tags.shape, dtype)
     a.load_state({"rho": (1 + 1e-3 * (rho - 1)).astype(dtype), "u": 0.1 * u})
@@ -335,8 +337,8 @@ def test_shifted_records_restart_bit_for_bit(request, backend, dtype):
     for key, value in a.state().items():
         np.testing.assert_array_equal(b.state()[key], value)
     assert np.any(c.state()["rho_minus_one"] != a.state()["rho_minus_one"])
-    other = params.create(lattice, tags, select_backend("cpu") if backend != "cpu"
-                          else request.getfixturevalue("host_gpu"), np.dtype(dtype))
+    other = params.create(lattice, tags, hosts["host-cuda" if backend == "cpu" else "cpu"](),
+                          np.dtype(dtype))
     other.load_state(saved)
     back = other.state()
     np.testing.assert_array_equal(back["rho_minus_one"], saved["rho_minus_one"])

@@ -1,8 +1,9 @@
-"""Every compute scheme restarts bit for bit from its checkpoint (CPU, NumPy engines): each
-collision model of the table on every lattice it runs on, the three streaming patterns, the
-16-bit stores, LES, and both LW-ACM schemes with each kind of record. A lid-driven cavity
-(walls at rest and a moving one) gives a state that changes at every node; the run is saved
-after an odd number of steps (AA's odd phase), then stepped on from the file."""
+"""Every compute scheme restarts bit for bit from its checkpoint (NumPy engines, and the CUDA
+ones on a GPU): each collision model of the table on every lattice it runs on, the three
+streaming patterns, the 16-bit stores, LES, and both LW-ACM schemes with each kind of record.
+A lid-driven cavity (walls at rest and a moving one) gives a state that changes at every
+node; the run is saved after an odd number of steps (AA's odd phase), then stepped on from
+the file."""
 
 from __future__ import annotations
 
@@ -48,21 +49,23 @@ CASES = [
 ]
 
 
-def _solver(lattice: str, compute: str, params: dict, precision: str) -> tp.Solver:
+def _solver(lattice: str, compute: str, params: dict, precision: str, device: str) -> tp.Solver:
     d = LATTICES[lattice].d
     lid = (0.08, 0.0) if d == 2 else (0.08, 0.0, 0.0)
     return tp.compose(lattice, tp.geometry.cavity(SHAPES[d], lid_velocity=lid),
-                      tp.plugin("compute", compute, nu=0.004, **params), device="cpu",
+                      tp.plugin("compute", compute, nu=0.004, **params), device=device,
                       precision=precision)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize(("lattice", "compute", "params", "precision"), CASES)
-def test_every_scheme_restarts_bit_for_bit(tmp_path, lattice, compute, params, precision):
-    first = _solver(lattice, compute, params, precision)
+def test_every_scheme_restarts_bit_for_bit(tmp_path, lattice, compute, params, precision,
+                                           device):
+    first = _solver(lattice, compute, params, precision, device)
     first.run(9)
     path = first.save_checkpoint(tmp_path / "ck")
     first.run(6)
-    again = _solver(lattice, compute, params, precision)
+    again = _solver(lattice, compute, params, precision, device)
     assert again.load_checkpoint(path) == 9
     again.run(6)
     assert np.abs(first.velocity()).max() > 1e-3  # the lid has set the box moving

@@ -16,9 +16,9 @@ cumulant model (D3Q27), passed through to the compute plug-in as plain parameter
 and d = 40 the parametrized cumulant with its limiter (Geier et al. 2017) with both faces
 characteristic gave c_D within 2 % of the DNS from three starts, and St within 3 % from one
 (+21 % and +136 % from the other two: the shear layer's roll-up, St 0.4–0.9, leads the
-wake's side motion for tens of d/U at a time). One step finer, d = 48 with
-16-bit populations from the +136 % start, reads c_D +7.9 % and St +52 %: d = 40 is not
-grid-converged. The plain cumulant gave 12 % too high an St,
+wake's side motion for tens of d/U at a time). At d = 48 in fp32 (25 + 47 d/U) c_D is
++1.0 % from two of those starts and St −2.4 % and +6.2 %; 16-bit populations raise this
+drag by 5–8 % (docs/validation/store16.md). The plain cumulant gave 12 % too high an St,
 Smagorinsky on BGK or MRT 5–8 % too much drag (docs/validation/flows.md, section 3). At
 Re 10 000 K17 is 6.5–10 % high in drag at d = 40–48 and 4.0 % at d = 64 (16-bit populations,
 ``store='fp16s'``, 15 d × 7 d × 7 d). Its shedding peak wanders: windows of 36 d/U read
@@ -98,7 +98,7 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     record the wake velocity at :func:`wake_points` (in memory, :func:`probe_series`), on rings
     ``stations`` d behind the centre (those inside the box). ``store`` 'fp16s' or 'fp16c' keeps
     LBM's populations in 16 bits (float32 arithmetic, half the memory traffic: a finer sphere
-    in the same time; docs/validation/store16.md)."""
+    in the same time; docs/validation/store16.md: at Re 3700 they raise c_D by 5–8 %)."""
     nu = u * d / reynolds
     tp.units.check_mach(u)
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))

@@ -459,11 +459,11 @@ def sphere_subcritical_section(size: str, device: str, gpu: bool) -> Section:
     """On a GPU the sphere at Re = 3700 (the parametrized cumulant K17, d = 40, characteristic
     inlet and outlet, 25 + 100 d/U: about 8 minutes on an H100): mean c_D and St within 5 % of
     the DNS. This start (kick 0.2) reads St +2.8 %; starts with kick 0.1 and 0.3 read +136 %
-    and +21 % (docs/validation/flows.md, section 3, session 28), and d = 48 (16-bit
-    populations) from kick 0.1 reads c_D +7.9 % and St +52 % (session 29): d = 40 is not
-    grid-converged. On a CPU a steady sphere at Re = 50 (d = 6, TRT): mean c_D within 25 % of
-    the Schiller-Naumann correlation (a smoke check: blockage, coarse d, acoustic start). Both:
-    a sound pulse leaves through a characteristic inlet."""
+    and +21 % (docs/validation/flows.md, section 3, session 28). d = 48 in fp32 over
+    25 + 47 d/U reads c_D +1.0 % and St −2.4 % / +6.2 % from kicks 0.1 / 0.3 (session 30);
+    16-bit populations raise this drag by 5–8 %. On a CPU a steady sphere at Re = 50 (d = 6,
+    TRT): mean c_D within 25 % of the Schiller-Naumann correlation (a smoke check: blockage,
+    coarse d, acoustic start). Both: a sound pulse leaves through a characteristic inlet."""
     title = "Sphere in the subcritical regime: mean drag and Strouhal number"
     pulse_text, pulse_checks = _pulse_checks(device)
     if not gpu:

@@ -9,12 +9,14 @@ JSON; ``benchmarks/half_plot.py`` draws the figures from it on the CPU.
 * ``cavity``: 2D lid-driven cavity (D2Q9, MRT), centre-line profiles of each store and their
   largest difference from fp32 in units of U.
 * ``poiseuille``: force-driven channel from rest (D2Q9 BGK, τ = 1, U = 0.1), L2 error against
-  the parabola at several widths, and the observed order.
+  the parabola at several widths, and the observed order; ``--rounding stochastic`` rounds
+  the 16-bit stores stochastically (``Lbm(rounding=...)``).
 * ``tgv``: 3D Taylor-Green vortex Re 1600 (D3Q19 BGK), kinetic energy and dissipation
   −dE/dt up to t* = 10 (past the peak at t* ≈ 9).
 
     python benchmarks/half_accuracy.py formats cavity poiseuille --device cpu --small
     python benchmarks/half_accuracy.py cavity tgv poiseuille --out half.json   # GPU sizes
+    python benchmarks/half_accuracy.py poiseuille --device cpu --small --rounding stochastic
 """
 
 from __future__ import annotations
@@ -90,14 +92,14 @@ def formats(n: int, steps: int, device: str) -> dict:
 
 
 def poiseuille_error(n: int, store: str, device: str, tau: float = 1.0,
-                     u_max: float = 0.1) -> float:
+                     u_max: float = 0.1, rounding: str = "nearest") -> float:
     """Relative L2 error of a force-driven channel of width n against the parabola."""
     nu = (tau - 0.5) / 3
     g = 8 * nu * u_max / n**2
     geometry = tp.geometry.Geometry((4, n), periodic=(True, False))
     solver = tp.compose("D2Q9", geometry,
                         tp.plugin("compute", "lbm", nu=nu, collision="bgk", force=(g, 0.0),
-                                  store=store),
+                                  store=store, rounding=rounding),
                         device=device, precision="float32", check_every=0)
     y = np.arange(n) + 0.5
     exact = g / (2 * nu) * y * (n - y)
@@ -106,10 +108,11 @@ def poiseuille_error(n: int, store: str, device: str, tau: float = 1.0,
     return float(np.linalg.norm(u - exact) / np.linalg.norm(exact))
 
 
-def poiseuille(widths: list[int], device: str) -> dict:
-    out: dict = {"widths": widths, "stores": {}}
+def poiseuille(widths: list[int], device: str, rounding: str = "nearest") -> dict:
+    out: dict = {"widths": widths, "rounding": rounding, "stores": {}}
     for store in STORES:
-        errors = [poiseuille_error(n, store, device) for n in widths]
+        mode = "nearest" if store == "fp32" else rounding
+        errors = [poiseuille_error(n, store, device, rounding=mode) for n in widths]
         orders = [math.log(errors[k] / errors[k + 1]) / math.log(widths[k + 1] / widths[k])
                   for k in range(len(widths) - 1)]
         out["stores"][store] = {"errors": errors, "orders": orders}
@@ -159,6 +162,8 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--small", action="store_true", help="CPU sizes (minutes)")
     parser.add_argument("--out", type=Path, default=Path("half_accuracy.json"))
+    parser.add_argument("--rounding", default="nearest", choices=["nearest", "stochastic"],
+                        help="poiseuille: how the 16-bit stores round (LBM rounding=...)")
     args = parser.parse_args()
     small = args.small
     results: dict = {}
@@ -171,7 +176,8 @@ def main() -> None:
                 cavity(256, re, 0.1, steps, args.device)
                 for re, steps in ((100, 60000), (400, 100000), (1000, 150000))]
         elif study == "poiseuille":
-            results[study] = poiseuille([8, 16, 32] if small else [16, 32, 64, 128], args.device)
+            results[study] = poiseuille([8, 16, 32] if small else [16, 32, 64, 128], args.device,
+                                        args.rounding)
         else:
             results[study] = tgv(64 if small else 256, 10.0, 100, args.device)
         print(f"{study}: {time.perf_counter() - start:.1f} s", flush=True)

@@ -83,7 +83,8 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
           device: str = "auto", precision: str = "float64", inlet: str = "equilibrium",
           outlet: str = "equilibrium", compute: str = "lbm",
           interpolated: bool = True, kick: float = 0.0, probes: bool = True,
-          stations: tuple[float, ...] = WAKE_STATIONS, store: str = "fp32") -> tp.Solver:
+          stations: tuple[float, ...] = WAKE_STATIONS, store: str = "fp32",
+          rounding: str = "nearest") -> tp.Solver:
     """The sphere channel (module docstring) at ``reynolds`` = U d / ν; ``collision``, ``les``
     and ``lattice`` go to the compute plug-in as given (cumulant: lattice D3Q27; ``compute``
     'lwacm' or 'lwacm-fused' takes no collision); ``inlet`` and ``outlet`` are the kinds of
@@ -98,7 +99,8 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
     record the wake velocity at :func:`wake_points` (in memory, :func:`probe_series`), on rings
     ``stations`` d behind the centre (those inside the box). ``store`` 'fp16s' or 'fp16c' keeps
     LBM's populations in 16 bits (float32 arithmetic, half the memory traffic: a finer sphere
-    in the same time; docs/validation/store16.md: at Re 3700 they raise c_D by 5–8 %)."""
+    in the same time; docs/validation/store16.md: at Re 3700 they raise c_D by 5–8 %);
+    ``rounding`` 'stochastic' rounds them without bias (LBM: dense pull storage)."""
     nu = u * d / reynolds
     tp.units.check_mach(u)
     tp.units.check_tau(tp.units.tau_from_viscosity(nu))
@@ -130,6 +132,11 @@ def build(*, d: int = 12, reynolds: float = 3700.0, u: float = 0.05, length: flo
                              f"'lwacm-fused' (16-bit records), not {compute!r}; use "
                              f"store='fp32'")
         extra["store"] = store
+        if rounding != "nearest":
+            extra["rounding"] = rounding
+    elif rounding != "nearest":
+        raise ValueError(f"rounding={rounding!r} is for 16-bit storage; give store='fp16s' or "
+                         "'fp16c', or leave rounding='nearest'")
     plugin = tp.plugin("compute", compute, nu=nu, **extra)
     init = tp.plugin("init", "equilibrium", rho=1.0, u=_start(u, kick, centre[0], d))
     return tp.compose(lattice, geometry, plugin, init=init, results=[history, *wake, *results],

@@ -1,9 +1,9 @@
 """Every compute scheme restarts bit for bit from its checkpoint (NumPy engines, and the CUDA
 ones on a GPU): each collision model of the table on every lattice it runs on, the three
-streaming patterns, the 16-bit stores, LES, and both LW-ACM schemes with each kind of record.
-A lid-driven cavity (walls at rest and a moving one) gives a state that changes at every
-node; the run is saved after an odd number of steps (AA's odd phase), then stepped on from
-the file."""
+streaming patterns, the 16-bit stores (stochastic rounding: the step count seeds it), LES,
+and both LW-ACM schemes with each kind of record. A lid-driven cavity (walls at rest and a
+moving one) gives a state that changes at every node; the run is saved after an odd number
+of steps (AA's odd phase), then stepped on from the file."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ CASES = [
     pytest.param("D3Q19", "lbm", {"store": "fp16s"}, "float32", id="bgk-fp16s"),
     pytest.param("D3Q19", "lbm", {"store": "fp16c", "streaming": "aa"}, "float32",
                  id="bgk-fp16c-aa"),
+    pytest.param("D2Q9", "lbm", {"store": "fp16s", "rounding": "stochastic"}, "float32",
+                 id="bgk-fp16s-stochastic"),
     pytest.param("D2Q9", "lwacm", {}, "float64", id="lwacm"),
     pytest.param("D3Q19", "lwacm", {"les": LES}, "float32", id="lwacm-les"),
     pytest.param("D3Q19", "lwacm-fused", {}, "float64", id="fused"),

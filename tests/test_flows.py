@@ -326,21 +326,28 @@ def test_sphere_outlet_kinds():
 
 def test_sphere_store_reaches_the_populations():
     """store='fp16s' gives the plug-in 16-bit populations (every f* a decoded code, f − w
-    within binary16's steps) and the run's drag follows the fp32 run's; a scheme without
-    16-bit storage is refused in one line."""
+    within binary16's steps) and the run's drag follows the fp32 run's, with either rounding
+    (``rounding`` reaches the plug-in); a scheme without 16-bit storage, or stochastic rounding
+    without it, is refused in one line."""
     from thelma_py.store16 import round_trip, weights
 
     drags = {}
-    for store in ("fp32", "fp16s"):
+    for store, rounding in (("fp32", "nearest"), ("fp16s", "nearest"),
+                            ("fp16s", "stochastic")):
         solver = sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2,
                                    collision="trt", device="cpu", precision="float32",
-                                   store=store)
+                                   store=store, rounding=rounding)
+        assert solver.engine.params.rounding == rounding
         solver.run(30)
         f = solver.engine.f
         assert (store == "fp16s") == bool(np.array_equal(
             f, round_trip("fp16s", f, weights(solver.lattice)))), store
-        drags[store] = sphere_wake.force_series(solver)["c_D"][-1]
-    assert drags["fp16s"] == pytest.approx(drags["fp32"], rel=0.02) and drags["fp32"] > 0.5
+        drags[store, rounding] = sphere_wake.force_series(solver)["c_D"][-1]
+    for key in (("fp16s", "nearest"), ("fp16s", "stochastic")):
+        assert drags[key] == pytest.approx(drags["fp32", "nearest"], rel=0.02), drags
+    assert drags["fp32", "nearest"] > 0.5
+    with pytest.raises(ValueError, match="rounding='stochastic' is for 16-bit storage"):
+        sphere_wake.build(d=4, reynolds=20.0, device="cpu", rounding="stochastic")
     with pytest.raises(ValueError, match="store='fp16s' is for compute 'lbm'") as error:
         sphere_wake.build(d=4, reynolds=20.0, length=6, width=4, upstream=2, device="cpu",
                           compute="lwacm", interpolated=False, store="fp16s")

@@ -344,7 +344,6 @@ def test_bench_sweeps_16bit_records_and_their_rounding():
     assert not _wanted(BenchConfig(compute="lwacm", store="fp16c"), 0.3)
     assert not _wanted(BenchConfig(compute="lwacm-fused", store="fp16s",
                                    precision="float64"), 0.3)
-    assert not _wanted(BenchConfig(compute="lbm", store="fp16s", rounding="stochastic"), 0.3)
     assert not _wanted(BenchConfig(compute="lwacm-fused", rounding="stochastic"), 0.3)
     record = {"compute": "lwacm-fused", "lattice": "D3Q19", "precision": "float32",
               "store": "fp16c", "rounding": "stochastic", "case": "periodic", "size": 256,

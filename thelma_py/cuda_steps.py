@@ -25,6 +25,10 @@ class GraphSteps:
     The engine holds ``nodes``, ``_graphs`` (a dict; cleared whenever the buffers or the
     parity are set from outside) and ``_stream`` (None until the first capture)."""
 
+    stochastic = False
+    """Stochastic rounding: each launch takes its own seed (a replayed graph would repeat the
+    captured ones), so such an engine launches every step itself."""
+
     def _graph(self):
         """A CUDA graph of GRAPH_STEPS plain steps from the current parity (cached)."""
         key = (self.current, self.phase)
@@ -47,7 +51,8 @@ class GraphSteps:
         if n <= 0:
             return
         plain = n - 1
-        use_graph = self.nodes < GRAPH_BELOW_NODES and plain >= 2 * GRAPH_STEPS
+        use_graph = (not self.stochastic and self.nodes < GRAPH_BELOW_NODES
+                     and plain >= 2 * GRAPH_STEPS)
         if use_graph:
             while plain >= GRAPH_STEPS:
                 graph = self._graph()  # capture leaves the parity where replay will

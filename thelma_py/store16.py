@@ -152,18 +152,33 @@ def mix32(x, xp=np):
     return x
 
 
-def dither_bits(gx, gy, gz, seed: int, xp=np) -> list:
-    """Four uint32 words of random bits per node (for the 4 values of a record) from its
-    global coordinates and a step seed: key = x + 2¹¹ y + 2²² z (wrapping), two hashes of key
-    xor a hash of the seed, each split in two 16-bit halves (placed in the top bits)."""
+def dither_bits(gx, gy, gz, seed: int, xp=np, values: int = 4) -> list:
+    """``values`` uint32 words of random bits per node (the 4 values of a record, or the Q
+    populations of an LBM node) from its global coordinates and a step seed: key = x + 2¹¹ y
+    + 2²² z (wrapping); pair k of values from mix32(key xor mix32(P seed + k)), P = ⌈values/2⌉,
+    split in two 16-bit halves (placed in the top bits). :func:`cuda_dither` is the C twin."""
     mask = np.uint64(0xFFFFFFFF)
     key = (xp.asarray(gx).astype(np.uint64) + (xp.asarray(gy).astype(np.uint64) << np.uint64(11))
            + (xp.asarray(gz).astype(np.uint64) << np.uint64(22))) & mask
+    pairs = -(-values // 2)
     words = []
-    for k in range(2):
-        h = mix32(key ^ mix32(np.uint64(2 * (seed & 0x7FFFFFFF) + k), xp), xp)
+    for k in range(pairs):
+        word = np.uint64((pairs * (seed & 0x7FFFFFFF) + k) & 0xFFFFFFFF)
+        h = mix32(key ^ mix32(word, xp), xp)
         words += [h & np.uint64(0xFFFF0000), (h << np.uint64(16)) & mask]
-    return words
+    return words[:values]
+
+
+def cuda_dither(values: int, key: str, seed: str = "seed", prefix: str = "sr") -> tuple:
+    """C statements and expressions of :func:`dither_bits`: (lines declaring the hashes
+    ``{prefix}_h{k}`` of the node key ``key``, one random-bits expression per value)."""
+    pairs = -(-values // 2)
+    lines = [f"const unsigned {prefix}_key = {key};"]
+    lines += [f"const unsigned {prefix}_h{k} = mix32({prefix}_key ^ "
+              f"mix32((unsigned){seed} * {pairs}u + {k}u));" for k in range(pairs)]
+    bits = [f"({prefix}_h{i // 2} & 0xFFFF0000u)" if i % 2 == 0 else f"({prefix}_h{i // 2} << 16)"
+            for i in range(values)]
+    return lines, bits
 
 
 def cuda_stochastic(fmt: Format16) -> str:
@@ -214,6 +229,27 @@ def round_trip(store: str, x, shift, xp=np):
     if store == "fp32":
         return x
     return from_codes(store, to_codes(store, x, shift, xp), shift, xp)
+
+
+def round_trip_stochastic(store: str, x, shift, coordinates, seed: int, xp=np):
+    """``x`` (values along axis 0, of the node shape after it) as 16-bit storage holds it when
+    rounded stochastically: decode(encode_sr(x − shift)) + shift, the random bits of value k
+    at a node being word k of :func:`dither_bits` of its global ``coordinates`` (gx, gy, gz
+    arrays of the node shape, :func:`node_coordinates`) and ``seed``."""
+    fmt = FORMATS[store]
+    bits = dither_bits(*coordinates, seed, xp, values=len(x))
+    moved = x.astype(np.float32) - xp.asarray(shift, dtype=np.float32)
+    codes = xp.stack([encode_stochastic(fmt, moved[k], bits[k], xp) for k in range(len(x))])
+    return from_codes(store, codes, shift, xp)
+
+
+def node_coordinates(shape: tuple, origin: tuple = (0, 0, 0)) -> list:
+    """Global (gx, gy, gz) of every node of an array of node ``shape`` ((z,) y, x: x fastest)
+    whose node 0 lies at ``origin`` (x, y, z); gz is 0 in 2D."""
+    axes = np.meshgrid(*[np.arange(n) for n in reversed(shape)], indexing="ij")
+    grid = [a.T for a in axes]  # (x, y[, z]) each shaped like the nodes
+    grid += [np.zeros(shape, dtype=np.int64)] * (3 - len(grid))
+    return [g + o for g, o in zip(grid, origin, strict=True)]
 
 
 def to_codes(store: str, x, shift, xp=np):

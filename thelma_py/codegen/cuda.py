@@ -214,12 +214,14 @@ def pop_load(lattice: Lattice, i: int, element: str, store: str = "fp32",
 
 
 def pop_value(lattice: Lattice, i: int, value: str, store: str = "fp32",
-              shifted: bool = False) -> str:
+              shifted: bool = False, bits: str | None = None) -> str:
     """C expression stored for population i of value ``value``: as it is (fp32) or shifted by
-    −w_i and rounded to 16 bits (``pop_encode``; ``shifted``: ``value`` is f_i − w_i already)."""
+    −w_i and rounded to 16 bits (``pop_encode``; ``shifted``: ``value`` is f_i − w_i already);
+    with random ``bits`` (C, unsigned) rounded stochastically (``pop_encode_sr``)."""
     if store == "fp32":
         return value
-    return f"pop_encode({value})" if shifted else f"pop_encode({value} - {shift(lattice, i)})"
+    moved = value if shifted else f"{value} - {shift(lattice, i)}"
+    return f"pop_encode({moved})" if bits is None else f"pop_encode_sr({moved}, {bits})"
 
 
 WALL_READS = ("refetch", "select")

@@ -133,7 +133,7 @@ def compute_params(cfg: BenchConfig):
     if cfg.compute == "lbm":
         extra = {"collision": NAMED_MODELS.get(cfg.collision, cfg.collision),
                  "streaming": cfg.streaming, "storage": cfg.storage,
-                 "store": cfg.store,
+                 "store": cfg.store, "rounding": cfg.rounding,
                  "cuda_options": {"min_blocks": cfg.min_blocks,
                                   "streaming_stores": cfg.streaming_stores,
                                   "propagation": cfg.propagation,
@@ -366,8 +366,10 @@ def _wanted(cfg: BenchConfig, first_fraction: float) -> bool:
     if cfg.store != "fp32" and (cfg.compute not in ("lbm", "lwacm-fused")
                                 or cfg.precision != "float32"):
         return False  # 16-bit storage: LBM and single-step LW-ACM, fp32 arithmetic only
-    if cfg.rounding != "nearest" and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"):
-        return False  # stochastic rounding: 16-bit single-step LW-ACM records only
+    if cfg.rounding != "nearest" and (cfg.store == "fp32" or cfg.compute not in (
+            "lbm", "lwacm-fused") or (cfg.compute == "lbm" and (
+                cfg.streaming != "pull" or cfg.storage != "dense"))):
+        return False  # stochastic rounding: 16-bit records, or 16-bit dense pull LBM
     if cfg.staging and (cfg.compute != "lwacm-fused" or cfg.store == "fp32"
                         or (cfg.staging == "async" and cfg.store != "fp16s")):
         return False  # staging of 16-bit single-step LW-ACM records (async: fp16s only)
@@ -428,7 +430,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lbm population / lwacm-fused record storage to sweep: "
                              "fp32,fp16s,fp16c (16-bit: float32 arithmetic)")
     parser.add_argument("--rounding", type=_words, default=["nearest"],
-                        help="lwacm-fused 16-bit records: nearest,stochastic to sweep")
+                        help="16-bit storage (lwacm-fused records, lbm dense pull "
+                             "populations): nearest,stochastic to sweep")
     parser.add_argument("--staging", type=_words, default=[None],
                         help="lwacm-fused 16-bit records: registers,async to sweep (how a "
                              "plane reaches the shared ring; default: the plug-in's choice, "

@@ -462,6 +462,8 @@ def main(argv: list[str] | None = None) -> None:
                              "(default 1,2,3,5)")
     parser.add_argument("--store", default=None,
                         help="sphere: LBM population storage (fp32, fp16s, fp16c)")
+    parser.add_argument("--rounding", default=None,
+                        help="sphere: rounding of 16-bit populations (nearest, stochastic)")
     parser.add_argument("--tag", default="", help="suffix of the output file name")
     args = parser.parse_args(argv)
     common = {"device": args.device, "precision": args.precision}
@@ -502,7 +504,8 @@ def main(argv: list[str] | None = None) -> None:
                                                (float(v) for v in args.box.split(",")),
                                                strict=True))
     case.update({k: v for k, v in (("inlet", args.inlet), ("outlet", args.outlet),
-                                   ("store", args.store)) if v})
+                                   ("store", args.store), ("rounding", args.rounding))
+                 if v})
     if args.stations:
         case["stations"] = tuple(float(v) for v in args.stations.split(","))
     name = args.part if args.part != "sphere" else f"sphere{reynolds:g}"

@@ -36,11 +36,14 @@ from thelma_py.modules.compute.lbm.sparse_engines import create_sparse
 from thelma_py.nodes import NodeTags
 from thelma_py.registry import register
 from thelma_py.store16 import (
+    ROUNDINGS,
     STORES,
     bytes_per_value,
     check_state_store,
     from_codes,
+    node_coordinates,
     round_trip,
+    round_trip_stochastic,
     to_codes,
     weights,
 )
@@ -91,6 +94,13 @@ class Lbm(RelaxationTime):
     arithmetic: 'fp16s' (IEEE half) or 'fp16c' (4 exponent, 11 mantissa bits; more accurate,
     see :mod:`thelma_py.store16`); dense or sparse. The NumPy reference rounds through the
     same format after each step."""
+    rounding: str = attrs.field(default="nearest", validator=attrs.validators.in_(ROUNDINGS))
+    """16-bit storage: round each stored population to nearest ('nearest'), or up with the
+    probability of the fraction of a storage step ('stochastic'; random bits hashed from the
+    node's global coordinates and the step count, :func:`thelma_py.store16.dither_bits`), so
+    that changes smaller than half a step survive on average: a diffusion-driven approach to a
+    steady state then no longer stalls (docs/validation/store16.md). Pull streaming in dense
+    storage; each step is launched on its own (no CUDA graphs)."""
     cuda_options: dict = attrs.field(factory=dict, converter=dict, validator=_check_cuda_options)
     """GPU tuning: block (threads along x), min_blocks (per SM, for __launch_bounds__),
     streaming_stores (evict-first stores), propagation ('direct' | 'shared' | 'shuffle': how
@@ -101,6 +111,19 @@ class Lbm(RelaxationTime):
     the tag, or read once from an address the tag selects; :meth:`wall_reads` gives the
     default), narrow (32-bit population indices from each thread's node; :meth:`narrow`
     gives the default). Results do not depend on them."""
+
+    @rounding.validator
+    def _check_rounding(self, _, value):
+        if value != "stochastic":
+            return
+        if self.store == "fp32":
+            raise ValueError("rounding='stochastic' is for 16-bit populations; give "
+                             "store='fp16s' or 'fp16c', or leave rounding='nearest'")
+        if self.streaming != "pull" or self.storage != "dense":
+            raise ValueError("rounding='stochastic' runs with streaming='pull' and "
+                             f"storage='dense' (got streaming={self.streaming!r}, "
+                             f"storage={self.storage!r}), where each node stores its own "
+                             "populations")
 
     def tuning(self, dtype=None) -> dict:
         """``cuda_options`` with the defaults filled in: ``block`` 256 for dense fp32 pull and
@@ -230,7 +253,7 @@ class Lbm(RelaxationTime):
             wall_reads=self.wall_reads(moving_walls, box_walls,
                                        double=np.dtype(dtype) == np.float64),
             box_walls=box_walls if self.storage == "dense" else 0,
-            store=self.store, narrow=self.narrow(lattice, nodes),
+            store=self.store, narrow=self.narrow(lattice, nodes), rounding=self.rounding,
             shifted=self.shifts(lattice, bool(boundaries), interpolated) if shifted is None
             else shifted))
 
@@ -303,6 +326,9 @@ class NumpyLbm(ComputeEngine):
         # 16-bit storage: collide f − w as the kernels do (Lbm.shifts), w as fp32 (Q, 1)
         self.shifted = params.shifts(lattice, tags.has_open_faces, bool(tags.interpolated_ids))
         self._w_nodes = weights(lattice)  # (Q, 1, ..., 1)
+        self.clock = 0  # steps done: the seed of stochastic rounding (checkpoints keep it)
+        self.origin = (0, 0, 0)  # global (x, y, z) of node 0, hashed by stochastic rounding
+        self._grid = None
         # Collide in blocks of nodes so that the dozens of temporaries the collision creates
         # stay in cache; elementwise arithmetic makes the result independent of the blocking.
         self._blocks = node_blocks(int(np.prod(self.shape)), lattice.q * dtype.itemsize)
@@ -372,12 +398,23 @@ class NumpyLbm(ComputeEngine):
                 for i in range(q):  # every post[i] is computed before any write: in place
                     flat[i, block] = post[i]
             if self.shifted:  # f − w to codes and back, as the kernels store it
-                new[...] = round_trip(self.params.store, new, 0.0) + self._w_nodes
+                new[...] = self._rounded(new, 0.0) + self._w_nodes
             elif self.params.store != "fp32":
-                new[...] = self._stored(new)
+                new[...] = self._rounded(new, self._w_nodes)
             if len(self.solid):
                 flat[:, self.solid] = self.f.reshape(q, -1)[:, self.solid]
             self.f, self._spare = new, self.f
+            self.clock += 1
+
+    def _rounded(self, f: np.ndarray, shift) -> np.ndarray:
+        """Post-collision ``f`` through the 16-bit storage as this step stores it: to nearest,
+        or stochastically with this step's random bits (:attr:`Lbm.rounding`)."""
+        if self.params.rounding == "nearest":
+            return round_trip(self.params.store, f, shift)
+        if self._grid is None:
+            self._grid = node_coordinates(self.shape, self.origin)
+        return round_trip_stochastic(self.params.store, f, shift, self._grid,
+                                     self.clock % 2**31)
 
     def macroscopic(self):
         lat = self.lattice
@@ -389,7 +426,10 @@ class NumpyLbm(ComputeEngine):
         return rho, u
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"f": self.f.copy(), "store": np.array(self.params.store)}
+        state = {"f": self.f.copy(), "store": np.array(self.params.store)}
+        if self.params.rounding == "stochastic":  # the seed of the next step
+            state["clock"] = np.array(self.clock)
+        return state
 
     def halo_arrays(self) -> list[np.ndarray]:
         """Arrays (Q, *S) whose ghost layers a distributed run fills before each step."""
@@ -402,6 +442,7 @@ class NumpyLbm(ComputeEngine):
                              f"{self.f.dtype}{self.f.shape}")
         check_state_store(state, self.params.store)
         self.f = self._stored(f.copy())
+        self.clock = int(state.get("clock", 0))
 
 
 def _shift_copies(shift, shape) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:

@@ -101,13 +101,16 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.omega = self.dtype.type(params.omega)
         self.omega_minus = self.dtype.type(params.omega_minus)
         uniforms = hold_uniforms(self, params.relaxation(lattice))
-        self.args = step_args(self.scheme, self.store, uniforms).bind(
+        self.stochastic = params.rounding == "stochastic"
+        self.clock = 0  # steps done: the seed of stochastic rounding
+        self.ox = self.oy = self.oz = np.int32(0)  # global (x, y, z) of node 0 (a rank's)
+        self.args = step_args(self.scheme, self.store, uniforms, params.rounding).bind(
             real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
         xp = cupy
         if self.split:
             self.wall_kernels = {key: module.get_function(name)
                                  for key, name in kernel_names(self.scheme, "walls").items()}
-            self.wall_args = wall_args(self.scheme, params.store, uniforms).bind(
+            self.wall_args = wall_args(self.scheme, params.store, uniforms, params.rounding).bind(
                 real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
             listed = np.flatnonzero(flags.reshape(-1)).astype(np.int32)
             self.n_wall_tiles = np.int32(len(listed))
@@ -257,6 +260,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
                  "layout": np.array(f"{self.scheme}/{self.phase}"),
                  **{k: a.get() for k, a in zip(("rho", "u"), self.macroscopic(), strict=True)},
                  "store": np.array(self.store)}
+        if self.stochastic:  # the seed of the next step
+            state["clock"] = np.array(self.clock)
         return state
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
@@ -266,6 +271,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             raise ValueError(f"checkpoint holds f as {f.dtype}{f.shape}, this run needs "
                              f"{self.dtype}{expected}")
         check_state_store(state, self.store)
+        self.clock = int(state.get("clock", 0))
         layout = str(state.get("layout", ""))
         same = str(state.get("store", self.store)) == self.store
         if "held" in state and layout.startswith(self.scheme + "/") and same:
@@ -445,15 +451,17 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             buffers = {"f": self.buffers[0]}
         else:
             buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
-        args = self.args.pack(self, **buffers, **self._outputs, y0=y0, z0=z0)
+        seed = {"seed": np.int32(self.clock % 2**31)} if self.stochastic else {}
+        args = self.args.pack(self, **buffers, **self._outputs, y0=y0, z0=z0, **seed)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
         if self.split and self.n_wall_tiles:  # the flagged tiles, one warp each
             blocks = (int(self.n_wall_tiles) * TILE + self.block - 1) // self.block
             self.wall_kernels[(parity, store)](
                 (blocks, 1, 1), (self.block, 1, 1),
-                self.wall_args.pack(self, **buffers, **self._outputs, y0=y0, z0=z0))
+                self.wall_args.pack(self, **buffers, **self._outputs, y0=y0, z0=z0, **seed))
         if not advance:
             return
+        self.clock += 1
         if self.scheme == "aa":
             self.phase = "post-odd" if parity == "odd" else "post-even"
         else:
@@ -482,6 +490,19 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         :meth:`step_distributed` overlaps the interior with the exchange."""
         self._check_distributable()
         self._plan_layers(box)
+        lower = (*box.grown_lower, 0, 0)[:3]
+        self.ox, self.oy, self.oz = (np.int32(v) for v in lower)
+
+    def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
+        """:meth:`OverlappedSteps.step_distributed`, counting the steps (its launches keep
+        the parity; the seed of stochastic rounding is the step count)."""
+        if not self.stochastic:
+            super().step_distributed(n, exchange, overlap)
+            self.clock += n
+            return
+        for _ in range(n):  # 16-bit storage stores no ρ, u: one step at a time costs nothing
+            super().step_distributed(1, exchange, overlap)
+            self.clock += 1
 
     def poison(self) -> None:
         """Testing aid: fill everything a step must write with NaN."""

@@ -36,7 +36,14 @@ from thelma_py.modules.compute.lbm.collision import (
     wall_momentum,
 )
 from thelma_py.modules.compute.lbm.interpolated import interpolated_bounce
-from thelma_py.store16 import FORMATS, STORES, cuda_functions
+from thelma_py.store16 import (
+    FORMATS,
+    ROUNDINGS,
+    STORES,
+    cuda_dither,
+    cuda_functions,
+    cuda_stochastic,
+)
 from thelma_py.tags import LINK_SHIFT
 
 SCHEMES = ("pull", "push", "aa")
@@ -162,10 +169,24 @@ class KernelConfig(cuda.KernelConfig):
             raise ValueError("narrow indices run with propagation 'direct' (the variants index "
                              "their own exchanges)")
 
+    rounding: str = attrs.field(default="nearest", kw_only=True,
+                                validator=attrs.validators.in_(ROUNDINGS))
+    """16-bit storage: each store rounds to nearest, or stochastically (``pop_encode_sr`` with
+    :func:`thelma_py.store16.dither_bits` of the node's global coordinates, the launch's
+    ``seed`` and the rank's origin ``ox, oy, oz``; pull only, where a node stores its own
+    populations)."""
+
+    @rounding.validator
+    def _check_rounding(self, _, value):
+        if value == "stochastic" and (self.store == "fp32" or self.scheme != "pull"):
+            raise ValueError("stochastic rounding is for 16-bit storage with pull streaming")
+
     @property
     def name(self) -> str:
         store = "" if self.store == "fp32" else f"_{self.store}"
-        return f"lbm_{self.lattice.name}_{self.relaxation.kind}_{self.real}_{self.scheme}{store}"
+        sr = "_sr" if self.rounding == "stochastic" else ""
+        return (f"lbm_{self.lattice.name}_{self.relaxation.kind}_{self.real}_{self.scheme}"
+                f"{store}{sr}")
 
 
 STORE16 = "__device__ __forceinline__ void store(pop_t* p, pop_t v) { *p = v; }"
@@ -176,7 +197,8 @@ def _header(cfg: KernelConfig) -> str:
     lines = cuda.header(cfg.name, __name__, cfg.real, cfg.lattice)
     if cfg.store == "fp32":
         return "\n".join(lines + [cuda.STORE])
-    return "\n".join(lines + [cuda_functions(FORMATS[cfg.store]), STORE16])
+    stochastic = [cuda_stochastic(FORMATS[cfg.store])] if cfg.rounding == "stochastic" else []
+    return "\n".join(lines + [cuda_functions(FORMATS[cfg.store]), *stochastic, STORE16])
 
 
 def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", "z")
@@ -187,12 +209,14 @@ def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", 
     return cuda.wall_term(cfg.lattice, i, wall_momentum, at)
 
 
-def step_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = ()) -> KernelArgs:
+def step_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = (),
+              rounding: str = "nearest") -> KernelArgs:
     """Arguments of the step kernels: the population buffers (``f`` for AA, else ``src`` and
     ``dst``; ``pop_t``, uint16, in 16-bit storage) and the node range ``y0``, ``z0`` are given
     at each launch, the rest is held by the engine (:class:`.cuda.CudaLbm`) under the names in
     ``source``, the collision model's ``uniforms`` last
-    (:func:`.collision.uniform_arguments`)."""
+    (:func:`.collision.uniform_arguments`); stochastic rounding adds the launch's ``seed`` and
+    the global coordinates ``ox, oy, oz`` of node 0 (before the uniforms)."""
     pop = "real_t" if store == "fp32" else "pop_t"
     buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
                [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])
@@ -207,14 +231,17 @@ def step_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = ()) 
         [Arg("y0", "int", GIVEN), Arg("z0", "int", GIVEN)],
         [Arg("curved_nodes", "const int*"), Arg("curved_weights", "const real_t*"),
          Arg("n_curved", "int")],
+        *([[Arg("seed", "int", GIVEN), Arg("ox", "int"), Arg("oy", "int"), Arg("oz", "int")]]
+          if rounding == "stochastic" else []),
         *([[Arg(name, "real_t") for name in uniforms]] if uniforms else []),
     ])
 
 
-def wall_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = ()) -> KernelArgs:
+def wall_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = (),
+              rounding: str = "nearest") -> KernelArgs:
     """Arguments of the wall-tile kernels of ``wall_launch='split'``: those of
     :func:`step_args` and the list of flagged tiles (tile index x / TILE + tiles_x (y + ny z))."""
-    return KernelArgs("lbm wall tiles", [*step_args(scheme, store, uniforms).lines,
+    return KernelArgs("lbm wall tiles", [*step_args(scheme, store, uniforms, rounding).lines,
                                          [Arg("wall_tiles", "const int*"),
                                           Arg("n_wall_tiles", "int")]])
 
@@ -239,7 +266,10 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
     """C statements storing p0..p{Q-1}, with bounce-back where the destination is a wall."""
     lat, opp, narrow = cfg.lattice, cfg.lattice.opposite, cfg.narrow
     store = "__stcs" if cfg.streaming_stores else "store"
-    lines = []
+    lines, bits = [], [None] * lat.q
+    if cfg.rounding == "stochastic":  # pull: every population is stored at its own node
+        key = "(unsigned)(x + ox) + ((unsigned)(y + oy) << 11) + ((unsigned)(z + oz) << 22)"
+        lines, bits = cuda_dither(lat.q, key)
     for i in range(lat.q):
         array = cuda.buffer("f" if cfg.scheme == "aa" else "dst", narrow)
         if cfg.scheme == "pull":
@@ -249,7 +279,7 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
         else:  # push and AA odd: to the downstream node, or bounced into slot ī here
             target, bounce = (cuda.slot_index(lat, i, i, +1, narrow),
                               cuda.slot_index(lat, opp[i], narrow=narrow))
-        value = cuda.pop_value(lat, i, f"p{i}", cfg.store, cfg.shifted)  # w_i = w_ī: either slot
+        value = cuda.pop_value(lat, i, f"p{i}", cfg.store, cfg.shifted, bits[i])  # w_i = w_ī
         if i == 0 or target == bounce:
             lines.append(f"{store}({address(f'{array}[{target}]')}, {value});")
             continue
@@ -267,7 +297,7 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
             lines.append(f"real_t q{i} = p{i};\n"
                          f"if ({moving}) {{ {setup} q{i} += {term}; }}\n"
                          f"{store}({chosen}, "
-                         f"{cuda.pop_value(lat, i, f'q{i}', cfg.store, cfg.shifted)});")
+                         f"{cuda.pop_value(lat, i, f'q{i}', cfg.store, cfg.shifted, bits[i])});")
         else:
             lines.append(f"{store}({chosen}, {value});")
     return lines
@@ -357,8 +387,8 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
         code += "\n" + "\n".join("    " + m for m in macro)
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
     uniforms = uniform_arguments(cfg.relaxation)
-    args = (wall_args(cfg.scheme, cfg.store, uniforms) if part == "walls"
-            else step_args(cfg.scheme, cfg.store, uniforms))
+    args = (wall_args(cfg.scheme, cfg.store, uniforms, cfg.rounding) if part == "walls"
+            else step_args(cfg.scheme, cfg.store, uniforms, cfg.rounding))
     signature = args.signature(name, cfg.launch_bounds)
     prologue = cuda.prologue(offsets=True)
     if moved:

@@ -21,12 +21,10 @@ from thelma_py.modules.compute.lwacm.curved import CurvedExchange, CurvedGhosts,
 from thelma_py.modules.compute.lwacm.open_links import OpenLinks
 from thelma_py.nodes import NodeTags
 from thelma_py.store16 import (
-    FORMATS,
     check_state_store,
-    decode,
-    dither_bits,
-    encode_stochastic,
+    node_coordinates,
     round_trip,
+    round_trip_stochastic,
 )
 
 
@@ -109,14 +107,9 @@ def stochastic_records(store: str, w, coordinates, seed: int, xp=np):
     """``w`` (ρ, u... along axis 0, fp32) through 16-bit records rounded stochastically with
     the random bits of :func:`thelma_py.store16.dither_bits` for nodes at global
     ``coordinates`` (gx, gy, gz arrays of the node shape) and ``seed``."""
-    fmt = FORMATS[store]
-    bits = dither_bits(*coordinates, seed, xp)
-    out = xp.empty_like(w)
-    for k in range(len(w)):
-        shift = np.float32(1.0 if k == 0 else 0.0)
-        code = encode_stochastic(fmt, w[k].astype(np.float32) - shift, bits[k], xp)
-        out[k] = decode(fmt, code, xp) + shift
-    return out
+    shift = xp.zeros((len(w),) + (1,) * (w.ndim - 1), dtype=np.float32)
+    shift[0] = 1
+    return round_trip_stochastic(store, w, shift, coordinates, seed, xp)
 
 
 def two_step_wall_tags(tags: NodeTags, kappa: float) -> NodeTags:
@@ -344,12 +337,8 @@ class NumpyLwacmFused(_NumpyBase):
 
     def _coordinates(self) -> list:
         """Global (gx, gy, gz) of every node, arrays of the node shape."""
-        if getattr(self, "_grid", None) is not None:
-            return self._grid
-        axes = np.meshgrid(*[np.arange(n) for n in reversed(self.shape)], indexing="ij")
-        grid = [a.T for a in axes]  # (x, y[, z]) each shaped like the nodes (z, y, x)
-        grid += [np.zeros(self.shape, dtype=np.int64)] * (3 - len(grid))
-        self._grid = [g + o for g, o in zip(grid, self.origin, strict=True)]
+        if getattr(self, "_grid", None) is None:
+            self._grid = node_coordinates(self.shape, self.origin)
         return self._grid
 
     @property

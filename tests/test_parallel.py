@@ -141,6 +141,10 @@ AUTO = {(4, "D3Q27"): "2x2x1", (8, "D3Q19"): "2x2x2"}
     (2, "1x2", "D2Q9", "lwacm+les"),      # Smagorinsky LES: still f* exchanged only
     (2, "1x1x2", "D3Q19", "lwacm+les"),
     (2, "1x1x2", "D3Q19", "lwacm-fused+les"),
+    # 16-bit storage rounded stochastically: ranks hash global coordinates (their origin)
+    (2, "2x1", "D2Q9", "bgk+sr"),
+    (2, "1x1x2", "D3Q19", "trt+sr"),
+    (2, "2x1", "D2Q9", "lwacm-fused+sr"),
     # 8 ranks (issue 8: no 8-GPU machine, so CPU ranks, oversubscribed on small CI runners)
     (8, "auto", "D3Q19", "bgk"),          # 2x2x2: every rank has 7 neighbours, edge and corner
     (8, "1x1x8", "D3Q19", "trt"),         # the GPU cut; slabs of 1 or 2 planes (12 / 8)

@@ -504,6 +504,8 @@ class DistributedEngine(ComputeEngine):
             self.exchange = gpu_exchange(engine.lattice, box, device or 0, self.fields)
         else:
             self.exchange = HaloExchange(engine.lattice, box, self.fields)
+            if hasattr(engine, "origin"):  # stochastic rounding hashes global coordinates
+                engine.origin = (*box.grown_lower, 0, 0)[:3]
         self.overlap = True
         """GPU ranks: update the interior while the halos travel (False: exchange, then
         update; the benchmark times the exchange so). Engines without ``step_distributed``

@@ -2,8 +2,9 @@
 
     mpiexec -n 4 python tests/mpi/decomposed_run.py 2x2 D2Q9 mrt [OUT_DIR]
 prints 'identical' and the decomposition used on rank 0 and exits 0, or exits 1 naming the first
-difference. The scheme is an LBM collision (bgk, trt, mrt; "+les" adds Smagorinsky LES) or an
-LW-ACM plug-in (lwacm, lwacm-fused). Compared: ρ, u, the state (f of LBM, f* and j of the
+difference. The scheme is an LBM collision (bgk, trt, mrt; "+les" adds Smagorinsky LES, "+sr"
+16-bit populations rounded stochastically) or an LW-ACM plug-in (lwacm, lwacm-fused; "+sr":
+16-bit records). Compared: ρ, u, the state (f of LBM, f* and j of the
 two-step LW-ACM) on fluid nodes, and ρ on the output piece (owned nodes and the seam layer of
 the + neighbour). With OUT_DIR, the decomposed run also writes VTK pieces and a .pvti there.
 """
@@ -39,10 +40,14 @@ def build(lattice: str, scheme: str, **kwargs) -> tp.Solver:
             zero = 0 * x + 0 * y + 0 * z
             return 0.02 * np.sin(x / 3.0) + zero, 0.01 * np.cos(z / 2.0) + zero, 0.01 + zero
     init = tp.plugin("init", "equilibrium", rho=1.0, u=u)
-    name, les = scheme.removesuffix("+les"), "smagorinsky" if scheme.endswith("+les") else None
-    compute = (tp.plugin("compute", name, nu=0.03, les=les) if name in LWACM
-               else tp.plugin("compute", "lbm", nu=0.03, collision=name, les=les))
-    return tp.compose(lattice, geo, compute, init=init, device="cpu", **kwargs)
+    name, *extras = scheme.split("+")
+    les = "smagorinsky" if "les" in extras else None
+    # "+sr": 16-bit storage rounded stochastically (fp16s populations or records, fp32)
+    store = {"store": "fp16s", "rounding": "stochastic"} if "sr" in extras else {}
+    precision = {"precision": "float32"} if store else {}
+    compute = (tp.plugin("compute", name, nu=0.03, les=les, **store) if name in LWACM
+               else tp.plugin("compute", "lbm", nu=0.03, collision=name, les=les, **store))
+    return tp.compose(lattice, geo, compute, init=init, device="cpu", **precision, **kwargs)
 
 
 def main(dims: str, lattice: str, scheme: str, out: str = "", steps: int = 60) -> int:

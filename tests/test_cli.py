@@ -54,7 +54,8 @@ def test_list_shows_every_kind_with_parameters():
         "results:",
     ]
     assert any(
-        line.startswith("  lbm(nu, collision, les, force, streaming, storage, store, cuda_options)")
+        line.startswith("  lbm(nu, collision, les, force, streaming, storage, store, rounding, "
+                        "cuda_options)")
         for line in lines
     )
     vtk = ("  vtk(path, prefix, every, fields, precision, crop, subsample, writer, compression, "

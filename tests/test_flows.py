@@ -164,7 +164,7 @@ def test_device_channel_variants_name_known_schemes():
         tp.plugin("compute", name, nu=0.001, **params).check(LATTICES[lattice])
 
 
-@pytest.mark.slow  # ~1 min: two coarse channels on the CUDA engine compiled for the host
+@pytest.mark.slow  # ~40 s: a coarse channel on the CUDA engine compiled for the host
 @pytest.mark.filterwarnings("ignore:lattice velocity .* is Mach")
 @pytest.mark.filterwarnings("ignore:tau")
 def test_parametrized_cumulant_keeps_a_coarse_channel_turbulent(host_gpu, monkeypatch):
@@ -173,19 +173,17 @@ def test_parametrized_cumulant_keeps_a_coarse_channel_turbulent(host_gpu, monkey
     laminar: the centre line (on the input u_τ) climbs from 18.3 to 23.8 u_τ in 6 eddy
     turnovers and keeps climbing (laminar: 90), while Geier et al. (2017)'s parametrized rates
     with the limiter keep it turbulent at 18.2 u_τ, MKM's 18.3 (measured; the same run: plain
-    15 turnovers 26, K17 17.8). Asserted: plain above 21 (15 % above the DNS), K17 within
-    10 % of it."""
+    15 turnovers 26, K17 17.8). Asserted: K17 within 10 % of MKM's centre line, which the
+    plain model's 23.8 misses by 30 % (its run was dropped from the test in session 30 to
+    save CI time: a K17 that fell back to the plain rates fails this bound)."""
     import thelma_py.solver
 
     monkeypatch.setattr(thelma_py.solver, "select_backend", lambda device: type(host_gpu)())
-    centre = {}
-    for scheme in ("cumulant", "cumulant-k17"):
-        run = flows.channel_run(scheme, h=8, transient=6.0, average=0.1,
-                                samples_per_turnover=2, device="cuda")
-        assert run["diverged_at"] is None
-        centre[scheme] = run["history"][-1][2] / 0.005
-    assert centre["cumulant"] > 21.0, centre
-    assert abs(centre["cumulant-k17"] / channel.CENTRELINE_U_PLUS - 1) < 0.10, centre
+    run = flows.channel_run("cumulant-k17", h=8, transient=6.0, average=0.1,
+                            samples_per_turnover=2, device="cuda")
+    assert run["diverged_at"] is None
+    centre = run["history"][-1][2] / 0.005
+    assert abs(centre / channel.CENTRELINE_U_PLUS - 1) < 0.10, centre
 
 
 @pytest.mark.parametrize("plane", ["fixed", "turning"])

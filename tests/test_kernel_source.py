@@ -171,8 +171,7 @@ def test_open_boundary_kernels_compile_with_nvcc(tmp_path, lat, scheme, real, mo
 def register_configs() -> dict:
     curved = attrs.evolve(open_config("D3Q19", "pull", "float", True, "neighbour"),
                           interpolated=True)
-    return {"plain": config("D3Q19", "bgk", "float", "pull"),
-            "open": open_config("D3Q19", "pull", "float", True, "neighbour"), "curved": curved}
+    return {"open": open_config("D3Q19", "pull", "float", True, "neighbour"), "curved": curved}
 
 
 @pytest.mark.nvcc(sources=lambda: [(generate(cfg), ["--resource-usage"])

@@ -62,6 +62,9 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     """LBM on one GPU: pull, push (two buffers) or AA (one buffer, in place); a rank of a
     distributed run (pull) overlaps its exchange (:class:`thelma_py.cuda_steps.OverlappedSteps`)."""
 
+    clock = 0
+    """Steps done: the seed of stochastic rounding (checkpoints of such a run keep it)."""
+
     def __init__(self, params, lattice: Lattice, tags: NodeTags, backend: Backend, dtype):
         import cupy
 
@@ -102,7 +105,6 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         self.omega_minus = self.dtype.type(params.omega_minus)
         uniforms = hold_uniforms(self, params.relaxation(lattice))
         self.stochastic = params.rounding == "stochastic"
-        self.clock = 0  # steps done: the seed of stochastic rounding
         self.ox = self.oy = self.oz = np.int32(0)  # global (x, y, z) of node 0 (a rank's)
         self.args = step_args(self.scheme, self.store, uniforms, params.rounding).bind(
             real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)

@@ -220,12 +220,14 @@ def test_host_cuda_stochastic_rounding_launches_without_graphs(host_gpu):
     ("D2Q9", "mrt", "fp16c", "characteristic"), ("D3Q19", "bgk", "fp16s", "walled"),
     ("D3Q27", K17, "fp16s", "curved")])
 def test_gpu_stochastic_rounding_equals_numpy(lattice_name, collision, store, geometry):
-    """Stochastic rounding on the GPU, 120 steps launched one by one: within 8 steps of the
-    format, the bound of the GPU cases rounding to nearest (fused multiply-adds flip a
-    rounding now and then; a seed or population mixed up is a step in half the values from
-    the first step, which the host test above catches)."""
+    """Stochastic rounding on the GPU, 120 steps launched one by one (K17 13, as in the test
+    above: its limiter amplifies a last-bit difference): within 8 steps of the format, the
+    bound of the GPU cases rounding to nearest (fused multiply-adds flip a rounding now and
+    then; a seed or population mixed up is a step in half the values from the first step,
+    which the host test above catches)."""
+    batches = (7, 6) if isinstance(collision, dict) else (73, 47)
     assert_16bit_equals_numpy(select_backend("cuda"), lattice_name, collision, "pull", store,
-                              (73, 47), exact_fraction=None, bound=8.0, geometry=geometry,
+                              batches, exact_fraction=None, bound=8.0, geometry=geometry,
                               rounding="stochastic")
 
 

@@ -57,7 +57,7 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
           collision: str = "trt", radius_offset: float = 0.0, interpolated: bool = True,
           tolerance: float | None = 1e-6, results: Sequence = (), device: str = "auto",
           precision: str = "float64", compute: str = "lbm", same_grid: bool = False,
-          shift: float = 0.0) -> tp.Solver:
+          shift: float = 0.0, store: str = "fp32", rounding: str = "nearest") -> tp.Solver:
     """Channel of (22 n + 1) x 4.1 n nodes with the cylinder; Re = U D / ν with the mean
     inflow speed U = 2 u_max / 3 (``u_max`` None: 1/n).
 
@@ -75,7 +75,8 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
     ``same_grid``, the LBM grid instead: the cylinder half a spacing further from the inlet,
     an O(1/n) change of the geometry that moves c_D by −0.5 %, Δp by −0.9 % and c_L by +7 %
     at n = 10). ``shift`` (a multiple of ½) moves the cylinder that many spacings downstream
-    and the outlet by its ceiling: a study of the cylinder's place on the grid.
+    and the outlet by its ceiling: a study of the cylinder's place on the grid. ``store`` and
+    ``rounding``: LBM's 16-bit populations (docs/validation/store16.md; precision float32).
     """
     if shift * 2 != round(shift * 2):
         raise ValueError(f"shift = {shift}: the cylinder moves by multiples of 1/2 spacing")
@@ -92,6 +93,8 @@ def build(*, n: int = 20, reynolds: float = 20.0, u_max: float | None = None,
         return (4.0 * u_max * s * (1.0 - s), 0.0 * y)
 
     options = {"collision": collision} if compute == "lbm" else {}
+    if store != "fp32":  # 16-bit populations (LBM; docs/validation/store16.md)
+        options.update(store=store, rounding=rounding)
     scheme = tp.plugin("compute", compute, nu=nu, **options)
     offset = 0.0 if same_grid else getattr(scheme, "open_face_offset", 0.0)
     geometry = tp.geometry.Geometry((22 * n + 1 - round(2 * offset) + math.ceil(shift), ny))

@@ -188,6 +188,15 @@ def test_cylinder_defaults_are_the_validated_settings():
     assert forces.velocity == pytest.approx(2 * 0.05 / 3) and forces.area == 20
 
 
+def test_cylinder_takes_16bit_populations_and_their_rounding():
+    """``store`` and ``rounding`` reach the LBM plug-in (benchmarks/store16_cylinder.py)."""
+    solver = load("cylinder").build(device="cpu", n=10, precision="float32", store="fp16s",
+                                    rounding="stochastic", tolerance=None)
+    assert (solver.compute.store, solver.compute.rounding) == ("fp16s", "stochastic")
+    solver.run(3)
+    assert solver.engine.clock == 3
+
+
 def test_stl_case_leaves_no_mesh_file_behind(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     solver = load("stl_object").build(device="cpu", size=4, reynolds=5.0)

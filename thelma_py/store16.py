@@ -169,14 +169,16 @@ def dither_bits(gx, gy, gz, seed: int, xp=np, values: int = 4) -> list:
     return words[:values]
 
 
-def cuda_dither(values: int, key: str, seed: str = "seed", prefix: str = "sr") -> tuple:
-    """C statements and expressions of :func:`dither_bits`: (lines declaring the hashes
-    ``{prefix}_h{k}`` of the node key ``key``, one random-bits expression per value)."""
+def cuda_dither(values: int, x: str, y: str, z: str) -> tuple:
+    """C of :func:`dither_bits` for the node at global (``x``, ``y``, ``z``) (C expressions)
+    and the kernel argument ``seed``: (statements declaring the node key ``sr_key`` and the
+    hashes ``sr_h{k}``, one random-bits expression per value)."""
     pairs = -(-values // 2)
-    lines = [f"const unsigned {prefix}_key = {key};"]
-    lines += [f"const unsigned {prefix}_h{k} = mix32({prefix}_key ^ "
-              f"mix32((unsigned){seed} * {pairs}u + {k}u));" for k in range(pairs)]
-    bits = [f"({prefix}_h{i // 2} & 0xFFFF0000u)" if i % 2 == 0 else f"({prefix}_h{i // 2} << 16)"
+    key = f"(unsigned)({x}) + ((unsigned)({y}) << 11) + ((unsigned)({z}) << 22)"
+    lines = [f"const unsigned sr_key = {key};"]
+    lines += [f"const unsigned sr_h{k} = mix32(sr_key ^ mix32((unsigned)seed * {pairs}u + {k}u));"
+              for k in range(pairs)]
+    bits = [f"(sr_h{i // 2} & 0xFFFF0000u)" if i % 2 == 0 else f"(sr_h{i // 2} << 16)"
             for i in range(values)]
     return lines, bits
 

@@ -268,8 +268,7 @@ def _writes(cfg: KernelConfig, parity: str) -> list[str]:
     store = "__stcs" if cfg.streaming_stores else "store"
     lines, bits = [], [None] * lat.q
     if cfg.rounding == "stochastic":  # pull: every population is stored at its own node
-        key = "(unsigned)(x + ox) + ((unsigned)(y + oy) << 11) + ((unsigned)(z + oz) << 22)"
-        lines, bits = cuda_dither(lat.q, key)
+        lines, bits = cuda_dither(lat.q, "x + ox", "y + oy", "z + oz")
     for i in range(lat.q):
         array = cuda.buffer("f" if cfg.scheme == "aa" else "dst", narrow)
         if cfg.scheme == "pull":

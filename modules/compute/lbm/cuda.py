@@ -498,9 +498,8 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
     def step_distributed(self, n: int, exchange, overlap: bool = True) -> None:
         """:meth:`OverlappedSteps.step_distributed`, counting the steps (its launches keep
         the parity; the seed of stochastic rounding is the step count)."""
-        if not self.stochastic:
+        if not self.stochastic:  # the count seeds nothing
             super().step_distributed(n, exchange, overlap)
-            self.clock += n
             return
         for _ in range(n):  # 16-bit storage stores no ρ, u: one step at a time costs nothing
             super().step_distributed(1, exchange, overlap)

@@ -7,9 +7,10 @@
 #   sphere   the Re 3700 sphere, K17, d = 40, fp16s rounded stochastically, from the validate
 #            start (25 + 100 d/U, stepping capped at 295 s): does the 5-8 % drag that fp16s
 #            rounded to nearest adds (flows.md, section 3, session 30) go?        ~5.5 min
-#   sphere48 (alone, in a call of its own) d = 48 in fp16s rounded stochastically, from kick
-#            0.3 (fp32 read St +6.2 % over 25-72 d/U): a record of ~100 d/U in 10 min, twice
-#            what fp32 holds, if `sphere` shows the drag back at the fp32 value     ~9.5 min
+#   sphere48 d = 48 in fp16s rounded stochastically, from kick 0.1 (the start of the d = 48
+#            runs in fp32, St -2.4 %, and in fp16s to nearest, c_D +7.9 %): stepping for
+#            what is left of 545 s since the script began (SPHERE_SECONDS to set it), at a
+#            predicted ~14.5 GLUPS ~65 d/U after `tests bench`, ~100 d/U alone     the rest
 # Parts can be run alone: bash benchmarks/device_stochastic.sh bench sphere
 # Always give the commit: THELMA_COMMIT=<short hash> bash benchmarks/device_stochastic.sh
 # Writes JSON and logs into $OUT (default ./out). Tables on the CPU afterwards:
@@ -35,10 +36,12 @@ for part in $parts; do
         --transient 25 --average 100 --store fp16s --rounding stochastic --max-seconds 295 \
         --out "$out" --tag _fp16s_sr_char_d40 sphere 2>&1 | grep -v Warning;;
     sphere48)
-      timeout 590 python3 -m thelma_py.tools.flows --device cuda --schemes cumulant-k17 \
-        --d 48 --reynolds 3700 --inlet characteristic --outlet characteristic --kick 0.3 \
-        --transient 25 --average 100 --store fp16s --rounding stochastic \
-        --stations 1,2,3,5,7,9 --max-seconds 540 --out "$out" --tag _fp16s_sr_char_d48 \
+      timeout $((590 - SECONDS)) python3 -m thelma_py.tools.flows --device cuda \
+        --schemes cumulant-k17 --d 48 --reynolds 3700 --inlet characteristic \
+        --outlet characteristic --kick 0.1 --transient 25 --average 100 --store fp16s \
+        --rounding stochastic --stations 1,2,3,5,7,9 \
+        --max-seconds "${SPHERE_SECONDS:-$((545 - SECONDS))}" --out "$out" \
+        --tag _fp16s_sr_char_d48 \
         sphere 2>&1 | grep -v Warning;;
     *) echo "unknown part $part (tests, bench, sphere, sphere48)"; exit 2;;
   esac

@@ -176,6 +176,15 @@ def _build(text: str) -> Path:
     return _BUILT[key]
 
 
+def _integer_type(parameter: str):
+    """The ctypes type of a scalar integer kernel parameter (``int n``, ``unsigned s``), None
+    for a pointer or a real."""
+    if "*" in parameter:
+        return None
+    words = parameter.split()[:-1]
+    return ctypes.c_uint if "unsigned" in words else ctypes.c_int if "int" in words else None
+
+
 class RawModule:
     """Compiles ``code`` with g++ and gives each ``extern "C"`` kernel a host launcher."""
 
@@ -189,7 +198,7 @@ class RawModule:
             names = [p.split()[-1] for p in params.split(",")]
             writable = ["*" in p and "const" not in p for p in params.split(",")]
             self._params[name] = ["*" in p for p in params.split(",")], [
-                "int " in p and "*" not in p for p in params.split(",")], writable
+                _integer_type(p) for p in params.split(",")], writable
             scratch = ", ".join(p.rsplit(n, 1)[0] + n + "_scratch" for p, n, w in
                                 zip(params.split(","), names, writable, strict=True) if w)
             first = [n + "_scratch" if w else n for n, w in zip(names, writable, strict=True)]
@@ -225,7 +234,7 @@ class RawModule:
                     assert arg.flags.c_contiguous
                     values.append(ctypes.c_void_p(arg.ctypes.data))
                 else:
-                    values.append(ctypes.c_int(int(arg)) if integer else self._scalar(arg))
+                    values.append(integer(int(arg)) if integer else self._scalar(arg))
             scratch = [np.empty_like(arg) if self._passes > 1 else arg  # first pass writes
                        for arg, w in zip(args, writable, strict=True) if w]
             values += [ctypes.c_void_p(a.ctypes.data) for a in scratch]

@@ -152,32 +152,60 @@ def mix32(x, xp=np):
     return x
 
 
+def seed_words(seed: int, values: int = 4) -> list[int]:
+    """The words a step's ``seed`` gives :func:`dither_bits` for ``values`` values a node:
+    mix32(P seed + k) for the P = ⌈values/2⌉ pairs k (the seed taken modulo 2³¹). The same for
+    every node of a launch, so kernels take them as arguments (:func:`cuda_dither`)."""
+    pairs = -(-values // 2)
+    return [_mix32_int((pairs * (seed & 0x7FFFFFFF) + k) & 0xFFFFFFFF) for k in range(pairs)]
+
+
+def _mix32_int(x: int) -> int:
+    """:func:`mix32` of one Python int (a launch's seed words without NumPy's overhead)."""
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
 def dither_bits(gx, gy, gz, seed: int, xp=np, values: int = 4) -> list:
     """``values`` uint32 words of random bits per node (the 4 values of a record, or the Q
     populations of an LBM node) from its global coordinates and a step seed: key = x + 2¹¹ y
-    + 2²² z (wrapping); pair k of values from mix32(key xor mix32(P seed + k)), P = ⌈values/2⌉,
+    + 2²² z (wrapping); pair k of values from mix32(key xor word k of :func:`seed_words`),
     split in two 16-bit halves (placed in the top bits). :func:`cuda_dither` is the C twin."""
     mask = np.uint64(0xFFFFFFFF)
     key = (xp.asarray(gx).astype(np.uint64) + (xp.asarray(gy).astype(np.uint64) << np.uint64(11))
            + (xp.asarray(gz).astype(np.uint64) << np.uint64(22))) & mask
-    pairs = -(-values // 2)
     words = []
-    for k in range(pairs):
-        word = np.uint64((pairs * (seed & 0x7FFFFFFF) + k) & 0xFFFFFFFF)
-        h = mix32(key ^ mix32(word, xp), xp)
+    for word in seed_words(seed, values):
+        h = mix32(key ^ np.uint64(word), xp)
         words += [h & np.uint64(0xFFFF0000), (h << np.uint64(16)) & mask]
     return words[:values]
 
 
+def seed_arguments(values: int) -> list[str]:
+    """The kernel arguments (C ``unsigned``) that hold :func:`seed_words` for ``values``
+    values a node, in order."""
+    return [f"sr_seed{k}" for k in range(-(-values // 2))]
+
+
+def seed_launch_values(seed: int, values: int) -> dict[str, np.uint32]:
+    """The launch values of :func:`seed_arguments`: :func:`seed_words` of ``seed``."""
+    return {name: np.uint32(word) for name, word in
+            zip(seed_arguments(values), seed_words(seed, values), strict=True)}
+
+
 def cuda_dither(values: int, x: str, y: str, z: str) -> tuple:
     """C of :func:`dither_bits` for the node at global (``x``, ``y``, ``z``) (C expressions)
-    and the kernel argument ``seed``: (statements declaring the node key ``sr_key`` and the
-    hashes ``sr_h{k}``, one random-bits expression per value)."""
-    pairs = -(-values // 2)
+    and the seed words in the kernel arguments :func:`seed_arguments`: (statements declaring
+    the node key ``sr_key`` and the hashes ``sr_h{k}``, one random-bits expression per value).
+    The words are arguments, not hashed from the seed in the kernel: that was 10 of D3Q19's
+    hashes a node, the same in every thread (benchmarks/NOTES.md, run 68)."""
     key = f"(unsigned)({x}) + ((unsigned)({y}) << 11) + ((unsigned)({z}) << 22)"
     lines = [f"const unsigned sr_key = {key};"]
-    lines += [f"const unsigned sr_h{k} = mix32(sr_key ^ mix32((unsigned)seed * {pairs}u + {k}u));"
-              for k in range(pairs)]
+    lines += [f"const unsigned sr_h{k} = mix32(sr_key ^ {word});"
+              for k, word in enumerate(seed_arguments(values))]
     bits = [f"(sr_h{i // 2} & 0xFFFF0000u)" if i % 2 == 0 else f"(sr_h{i // 2} << 16)"
             for i in range(values)]
     return lines, bits

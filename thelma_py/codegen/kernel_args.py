@@ -28,7 +28,8 @@ import numpy as np
 GIVEN = None
 """``Arg.source`` of a value given at each launch (``pack(..., name=value)``)."""
 _ABSENT = object()
-BUILTIN = {"int": np.dtype(np.int32), "unsigned char": np.dtype(np.uint8)}
+BUILTIN = {"int": np.dtype(np.int32), "unsigned": np.dtype(np.uint32),
+           "unsigned char": np.dtype(np.uint8)}
 """Host dtypes of the C types that are not typedefs."""
 
 

@@ -39,6 +39,7 @@ from thelma_py.store16 import (
     check_state_store,
     encode,
     from_codes,
+    seed_launch_values,
     to_codes,
     weights,
 )
@@ -106,13 +107,15 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
         uniforms = hold_uniforms(self, params.relaxation(lattice))
         self.stochastic = params.rounding == "stochastic"
         self.ox = self.oy = self.oz = np.int32(0)  # global (x, y, z) of node 0 (a rank's)
-        self.args = step_args(self.scheme, self.store, uniforms, params.rounding).bind(
+        self.args = step_args(self.scheme, self.store, uniforms, params.rounding,
+                              lattice.q).bind(
             real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
         xp = cupy
         if self.split:
             self.wall_kernels = {key: module.get_function(name)
                                  for key, name in kernel_names(self.scheme, "walls").items()}
-            self.wall_args = wall_args(self.scheme, params.store, uniforms, params.rounding).bind(
+            self.wall_args = wall_args(self.scheme, params.store, uniforms, params.rounding,
+                                       lattice.q).bind(
                 real_t=self.dtype, tag_t=tags.tags.dtype, pop_t=np.uint16)
             listed = np.flatnonzero(flags.reshape(-1)).astype(np.int32)
             self.n_wall_tiles = np.int32(len(listed))
@@ -453,7 +456,7 @@ class CudaLbm(GraphSteps, OverlappedSteps, ComputeEngine):
             buffers = {"f": self.buffers[0]}
         else:
             buffers = {"src": self.buffers[self.current], "dst": self.buffers[1 - self.current]}
-        seed = {"seed": np.int32(self.clock % 2**31)} if self.stochastic else {}
+        seed = seed_launch_values(self.clock, self.lattice.q) if self.stochastic else {}
         args = self.args.pack(self, **buffers, **self._outputs, y0=y0, z0=z0, **seed)
         kernel(grid, (self.block, 1, 1), args)  # on the current stream
         if self.split and self.n_wall_tiles:  # the flagged tiles, one warp each

@@ -43,6 +43,7 @@ from thelma_py.store16 import (
     cuda_dither,
     cuda_functions,
     cuda_stochastic,
+    seed_arguments,
 )
 from thelma_py.tags import LINK_SHIFT
 
@@ -173,7 +174,7 @@ class KernelConfig(cuda.KernelConfig):
                                 validator=attrs.validators.in_(ROUNDINGS))
     """16-bit storage: each store rounds to nearest, or stochastically (``pop_encode_sr`` with
     :func:`thelma_py.store16.dither_bits` of the node's global coordinates, the launch's
-    ``seed`` and the rank's origin ``ox, oy, oz``; pull only, where a node stores its own
+    seed words and the rank's origin ``ox, oy, oz``; pull only, where a node stores its own
     populations)."""
 
     @rounding.validator
@@ -210,13 +211,14 @@ def _wall_term(cfg: KernelConfig, i: int, at: tuple[str, str, str] = ("x", "y", 
 
 
 def step_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = (),
-              rounding: str = "nearest") -> KernelArgs:
+              rounding: str = "nearest", q: int = 0) -> KernelArgs:
     """Arguments of the step kernels: the population buffers (``f`` for AA, else ``src`` and
     ``dst``; ``pop_t``, uint16, in 16-bit storage) and the node range ``y0``, ``z0`` are given
     at each launch, the rest is held by the engine (:class:`.cuda.CudaLbm`) under the names in
     ``source``, the collision model's ``uniforms`` last
-    (:func:`.collision.uniform_arguments`); stochastic rounding adds the launch's ``seed`` and
-    the global coordinates ``ox, oy, oz`` of node 0 (before the uniforms)."""
+    (:func:`.collision.uniform_arguments`); stochastic rounding adds the launch's seed words
+    (:func:`thelma_py.store16.seed_arguments` of the ``q`` populations) and the global
+    coordinates ``ox, oy, oz`` of node 0 (before the uniforms)."""
     pop = "real_t" if store == "fp32" else "pop_t"
     buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
                [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])
@@ -231,17 +233,18 @@ def step_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = (),
         [Arg("y0", "int", GIVEN), Arg("z0", "int", GIVEN)],
         [Arg("curved_nodes", "const int*"), Arg("curved_weights", "const real_t*"),
          Arg("n_curved", "int")],
-        *([[Arg("seed", "int", GIVEN), Arg("ox", "int"), Arg("oy", "int"), Arg("oz", "int")]]
+        *([[Arg(name, "unsigned", GIVEN) for name in seed_arguments(q)],
+           [Arg("ox", "int"), Arg("oy", "int"), Arg("oz", "int")]]
           if rounding == "stochastic" else []),
         *([[Arg(name, "real_t") for name in uniforms]] if uniforms else []),
     ])
 
 
 def wall_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = (),
-              rounding: str = "nearest") -> KernelArgs:
+              rounding: str = "nearest", q: int = 0) -> KernelArgs:
     """Arguments of the wall-tile kernels of ``wall_launch='split'``: those of
     :func:`step_args` and the list of flagged tiles (tile index x / TILE + tiles_x (y + ny z))."""
-    return KernelArgs("lbm wall tiles", [*step_args(scheme, store, uniforms, rounding).lines,
+    return KernelArgs("lbm wall tiles", [*step_args(scheme, store, uniforms, rounding, q).lines,
                                          [Arg("wall_tiles", "const int*"),
                                           Arg("n_wall_tiles", "int")]])
 
@@ -386,8 +389,9 @@ def _kernel(cfg: KernelConfig, parity: str, store: bool, part: str = "") -> str:
         code += "\n" + "\n".join("    " + m for m in macro)
     code += "\n" + "\n".join(pad + line.replace("\n", "\n" + pad) for line in writes)
     uniforms = uniform_arguments(cfg.relaxation)
-    args = (wall_args(cfg.scheme, cfg.store, uniforms, cfg.rounding) if part == "walls"
-            else step_args(cfg.scheme, cfg.store, uniforms, cfg.rounding))
+    q = cfg.lattice.q
+    args = (wall_args(cfg.scheme, cfg.store, uniforms, cfg.rounding, q) if part == "walls"
+            else step_args(cfg.scheme, cfg.store, uniforms, cfg.rounding, q))
     signature = args.signature(name, cfg.launch_bounds)
     prologue = cuda.prologue(offsets=True)
     if moved:

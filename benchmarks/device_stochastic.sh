@@ -26,8 +26,9 @@ for part in $parts; do
       gpu_tests stochastic_gpu_tests 120 6 tests/test_store16.py \
         tests/test_checkpoint_schemes.py -k stochastic;;
     bench)
-      timeout 120 python3 -m thelma_py.tools.bench --compute lbm --precision float32 \
-        --sizes 256 --cases periodic,cavity --store fp16s,fp16c \
+      timeout 120 python3 -m thelma_py.tools.bench --compute lbm --collision bgk \
+        --streaming pull --precision float32 --sizes 256 --cases periodic,cavity \
+        --store fp16s,fp16c \
         --rounding nearest,stochastic --json "$out/stochastic_bench.json" \
         | tee "$out/stochastic_bench.log" | tail -n 12;;
     sphere)

@@ -71,3 +71,13 @@ def test_declarations_are_checked():
         ARGS.bind(real_t=np.float32)
     with pytest.raises(ValueError, match="repeats"):
         KernelArgs("twice", [[Arg("n", "int")], [Arg("n", "int")]])
+
+
+def test_unsigned_arguments_take_uint32_values():
+    args = KernelArgs("seeds", [[Arg("sr_seed0", "unsigned", GIVEN)]]).bind()
+    assert "unsigned sr_seed0" in KernelArgs("seeds", [[Arg("sr_seed0", "unsigned")]]).signature(
+        "k", "")
+    value = args.pack(sr_seed0=2**32 - 1)[0]
+    assert type(value) is np.uint32 and value == 2**32 - 1
+    with pytest.raises(KernelArgumentError, match="sr_seed0 .* fits uint32"):
+        args.pack(sr_seed0=2**32)

@@ -420,6 +420,25 @@ def test_stochastic_rounding_says_what_it_needs():
         Lbm(nu=0.04, store="fp16s", rounding="up")
 
 
+def test_seed_words_are_the_hashes_of_the_step_seed():
+    """The launch's seed words (kernel arguments since run 68 of NOTES.md) are mix32(P seed + k)
+    as the kernels once hashed them, P = ⌈Q/2⌉, the seed modulo 2³¹; the kernels name them
+    in order and a stochastic kernel without them is refused."""
+    from thelma_py.modules.compute.lbm.kernels import step_args
+    from thelma_py.store16 import mix32, seed_arguments, seed_launch_values, seed_words
+
+    for seed, values in ((0, 19), (12345, 27), (2**31 + 7, 9), (2**31 - 1, 4)):
+        pairs = -(-values // 2)
+        assert seed_words(seed, values) == [
+            int(mix32(np.uint64((pairs * (seed % 2**31) + k) % 2**32))) for k in range(pairs)]
+        assert list(seed_launch_values(seed, values)) == seed_arguments(values)
+    assert seed_arguments(19) == [f"sr_seed{k}" for k in range(10)]
+    names = [a.name for a in step_args("pull", "fp16s", (), "stochastic", 19).args]
+    assert [n for n in names if n.startswith("sr_seed")] == seed_arguments(19)
+    with pytest.raises(ValueError, match="stochastic rounding needs q"):
+        step_args("pull", "fp16s", (), "stochastic")
+
+
 def test_bench_sweeps_stochastic_rounding_of_dense_pull_populations():
     from thelma_py.tools.bench import BenchConfig, _wanted, compute_params
 

@@ -219,6 +219,8 @@ def step_args(scheme: str, store: str = "fp32", uniforms: tuple[str, ...] = (),
     (:func:`.collision.uniform_arguments`); stochastic rounding adds the launch's seed words
     (:func:`thelma_py.store16.seed_arguments` of the ``q`` populations) and the global
     coordinates ``ox, oy, oz`` of node 0 (before the uniforms)."""
+    if rounding == "stochastic" and q < 1:
+        raise ValueError("stochastic rounding needs q, the populations a node (its seed words)")
     pop = "real_t" if store == "fp32" else "pop_t"
     buffers = ([Arg("f", f"{pop}*", GIVEN)] if scheme == "aa" else
                [Arg("src", f"const {pop}*", GIVEN), Arg("dst", f"{pop}*", GIVEN)])

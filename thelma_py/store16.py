@@ -157,16 +157,8 @@ def seed_words(seed: int, values: int = 4) -> list[int]:
     mix32(P seed + k) for the P = ⌈values/2⌉ pairs k (the seed taken modulo 2³¹). The same for
     every node of a launch, so kernels take them as arguments (:func:`cuda_dither`)."""
     pairs = -(-values // 2)
-    return [_mix32_int((pairs * (seed & 0x7FFFFFFF) + k) & 0xFFFFFFFF) for k in range(pairs)]
-
-
-def _mix32_int(x: int) -> int:
-    """:func:`mix32` of one Python int (a launch's seed words without NumPy's overhead)."""
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & 0xFFFFFFFF
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & 0xFFFFFFFF
-    return x ^ (x >> 16)
+    words = np.arange(pairs, dtype=np.uint64) + np.uint64(pairs * (seed & 0x7FFFFFFF))
+    return mix32(words).tolist()
 
 
 def dither_bits(gx, gy, gz, seed: int, xp=np, values: int = 4) -> list:

@@ -176,13 +176,16 @@ def _build(text: str) -> Path:
     return _BUILT[key]
 
 
+_INTEGER_TYPES = {"int": ctypes.c_int, "unsigned": ctypes.c_uint,
+                  "unsigned int": ctypes.c_uint, "unsigned char": ctypes.c_ubyte}
+
+
 def _integer_type(parameter: str):
     """The ctypes type of a scalar integer kernel parameter (``int n``, ``unsigned s``), None
     for a pointer or a real."""
     if "*" in parameter:
         return None
-    words = parameter.split()[:-1]
-    return ctypes.c_uint if "unsigned" in words else ctypes.c_int if "int" in words else None
+    return _INTEGER_TYPES.get(" ".join(w for w in parameter.split()[:-1] if w != "const"))
 
 
 class RawModule:

@@ -48,7 +48,13 @@ from thelma_py.modules.compute.lwacm.reference import (
 from thelma_py.modules.compute.lwacm.side_ghosts import SideGhosts, side_ghosts
 from thelma_py.nodes import NodeTags
 from thelma_py.parallel import check_gpu_box
-from thelma_py.store16 import FORMATS, check_state_store, from_codes, to_codes
+from thelma_py.store16 import (
+    FORMATS,
+    check_state_store,
+    from_codes,
+    seed_launch_values,
+    to_codes,
+)
 
 TWO_STEP_BLOCK = 128
 """Threads per block along x for the two-step kernel (as the LBM default)."""
@@ -441,7 +447,7 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)
-        seed = {"seed": np.int32(self.clock % 2**31)} if self.stochastic else {}
+        seed = seed_launch_values(self.clock, 4) if self.stochastic else {}
         values = args.pack(self, src=self.buffers[self.current],
                            dst=self.buffers[1 - self.current], row_first=row_first,
                            row_last=row_first + row_count, march_first=march_first,

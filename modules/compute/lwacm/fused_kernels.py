@@ -35,7 +35,7 @@ from thelma_py.codegen.tag_tables import tile_flags as lbm_tile_flags
 from thelma_py.modules.compute.lbm.layouts import WallLinks
 from thelma_py.modules.compute.lwacm import curved_kernels, open_kernels, rule
 from thelma_py.modules.compute.lwacm.reference import fused_block
-from thelma_py.store16 import FORMATS, cuda_functions, cuda_stochastic
+from thelma_py.store16 import FORMATS, cuda_dither, cuda_functions, cuda_stochastic, seed_arguments
 from thelma_py.tags import LINK_SHIFT, OPEN_KINDS, NodeKind
 
 AXES = "xyz"
@@ -60,10 +60,11 @@ ARGS16 = KernelArgs("lwacm single step, 16-bit records", [
 """Arguments of ``lwacm_fused_step`` with 16-bit records (``rec_t``: four uint16 codes)."""
 
 ARGS16_SR = KernelArgs("lwacm single step, 16-bit records rounded stochastically", [
-    *ARGS16.lines, [Arg("seed", "int", GIVEN), Arg("ox", "int"), Arg("oy", "int"),
-                    Arg("oz", "int")]])
-"""With stochastic rounding: the step's seed and the global coordinates of local node 0 (a
-rank's offset), from which each node's random bits are hashed."""
+    *ARGS16.lines, [Arg(name, "unsigned", GIVEN) for name in seed_arguments(4)],
+    [Arg("ox", "int"), Arg("oy", "int"), Arg("oz", "int")]])
+"""With stochastic rounding: the launch's seed words (:func:`thelma_py.store16.seed_words` of
+the four values a record) and the global coordinates of local node 0 (a rank's offset), from
+which each node's random bits are hashed."""
 
 
 SIDE_ARGS = [Arg("side_columns", "const int*")]
@@ -130,22 +131,24 @@ __device__ __forceinline__ rec_t record_encode(node_t v)
     r.ux = pop_encode(v.ux); r.uy = pop_encode(v.uy); r.uz = pop_encode(v.uz);
     return r;
 }
-""" + ("" if rounding == "nearest" else cuda_stochastic(FORMATS[store]) + """
-// stochastic rounding: the random bits of store16.dither_bits from global (x, y, z) and the
-// seed words s0 = mix32(2 seed), s1 = mix32(2 seed + 1)
-__device__ __forceinline__ rec_t record_encode_sr(node_t v, int x, int y, int z, unsigned s0,
-                                                  unsigned s1)
-{
-    const unsigned key = (unsigned)x + ((unsigned)y << 11) + ((unsigned)z << 22);
-    const unsigned h0 = mix32(key ^ s0), h1 = mix32(key ^ s1);
-    rec_t r;
-    r.rho = pop_encode_sr(v.rho - (real_t)1, h0 & 0xFFFF0000u);
-    r.ux = pop_encode_sr(v.ux, h0 << 16);
-    r.uy = pop_encode_sr(v.uy, h1 & 0xFFFF0000u);
-    r.uz = pop_encode_sr(v.uz, h1 << 16);
-    return r;
-}
-""")
+""" + ("" if rounding == "nearest" else cuda_stochastic(FORMATS[store])
+                  + _record_encode_sr())
+
+
+def _record_encode_sr() -> str:
+    """C of ``record_encode_sr(v, x, y, z, sr_seed0, sr_seed1)``: ``record_encode`` rounded
+    stochastically with the random bits of :func:`thelma_py.store16.dither_bits` for the node at
+    global (x, y, z) and the launch's seed words (:func:`thelma_py.store16.cuda_dither`)."""
+    lines, bits = cuda_dither(4, "x", "y", "z")
+    words = ", ".join(f"unsigned {name}" for name in seed_arguments(4))
+    values = {"rho": "v.rho - (real_t)1", "ux": "v.ux", "uy": "v.uy", "uz": "v.uz"}
+    stores = [f"    r.{field} = pop_encode_sr({value}, {bit});"
+              for (field, value), bit in zip(values.items(), bits, strict=True)]
+    return "\n".join([
+        "__device__ __forceinline__ rec_t record_encode_sr(node_t v, int x, int y, int z, "
+        f"{words})", "{", *(f"    {line}" for line in lines), "    rec_t r;", *stores,
+        "    return r;", "}", ""])
+
 
 def reciprocal(store: str):
     """How the update takes 1/ρ' (:func:`.rule.single_step`): correctly rounded for fp32
@@ -383,7 +386,8 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
         em.raw(f"out.u{ax} = {u[a] if a < lattice.d else '(real_t)0'};")
     em.raw("dst[n] = out;" if store == "fp32" else "dst[n] = record_encode(out);"
            if rounding == "nearest" else
-           "dst[n] = record_encode_sr(out, x + ox, y + oy, z + oz, seed0, seed1);")
+           "dst[n] = record_encode_sr(out, x + ox, y + oy, z + oz, "
+           f"{', '.join(seed_arguments(4))});")
     return em.code(16)
 
 
@@ -543,12 +547,7 @@ def kernel(lattice, moving_walls: bool, force, rows: int, min_blocks: int = 0,
         text = _staging16_async(text)
     else:
         text = _staging16(text, plane_stride, m_extent, m_periodic, march)
-    if rounding == "nearest":
-        return text
-    seeds = ("    const unsigned seed0 = mix32(2u * (unsigned)seed), "
-             "seed1 = mix32(2u * (unsigned)seed + 1u);\n")
-    first = "    const int tid = threadIdx.x + PX * threadIdx.y;\n"
-    return _swap(text, first, first + seeds)
+    return text
 
 
 def _thread_rows(text: str, lattice, force, store: str, shifted: bool, cubic: bool,

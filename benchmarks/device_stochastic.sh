@@ -12,6 +12,9 @@
 #            +4.0 % was rounded to nearest), rounded stochastically: ~9.7 s a d/U, 25 + 30 d/U
 #            in the 535 s of stepping it is given; alone in a call. Compare its c_D over
 #            25-36 d/U with the nearest run's 0.4211 (flows.md, section 3, session 32)
+#   lwacm    the single-step LW-ACM records rounded stochastically since the seed words became
+#            launch arguments (session 33): their GPU = NumPy, restart and thread-rows tests,
+#            then thelma bench fp16s/fp16c nearest and stochastic, both stagings       ~4 min
 # Parts can be run alone: bash benchmarks/device_stochastic.sh sphere10000
 # Always give the commit: THELMA_COMMIT=<short hash> bash benchmarks/device_stochastic.sh
 # Writes JSON and logs into $OUT (default ./out). Tables on the CPU afterwards:
@@ -40,12 +43,21 @@ for part in $parts; do
         --max-seconds "${SPHERE_SECONDS:-$((545 - SECONDS))}" --out "$out" \
         --tag "_kick${KICK:-0.1}_fp16s_sr_char_d48" \
         sphere 2>&1 | grep -v Warning;;
+    lwacm)
+      gpu_tests lwacm_stochastic_gpu_tests 150 8 tests/test_lwacm_rec16.py \
+        tests/test_lwacm_store16.py tests/test_lwacm_thread_rows.py \
+        tests/test_checkpoint_schemes.py tests/test_gpu_parallel.py -k stochastic
+      timeout 150 python3 -m thelma_py.tools.bench --compute lwacm-fused --precision float32 \
+        --sizes 256 --cases periodic,cavity --store fp32,fp16s,fp16c \
+        --rounding nearest,stochastic --staging registers,async \
+        --json "$out/lwacm_stochastic_bench.json" | tee "$out/lwacm_stochastic_bench.log" \
+        | tail -n 20;;
     sphere10000)
       timeout 585 python3 -m thelma_py.tools.flows sphere10000 --device cuda \
         --schemes cumulant-k17 --d 64 --u 0.1 --kick 0.2 --transient 25 --average 100 \
         --max-seconds "${SPHERE_SECONDS:-535}" --inlet characteristic --outlet characteristic \
         --stations 1,2,3,5,7,9 --store fp16s --rounding stochastic --out "$out" \
         --tag _fp16s_sr_u0.1_char_d64 2>&1 | grep -v Warning;;
-    *) echo "unknown part $part (tests, bench, sphere48, sphere10000)"; exit 2;;
+    *) echo "unknown part $part (tests, bench, lwacm, sphere48, sphere10000)"; exit 2;;
   esac
 done

@@ -48,6 +48,8 @@ CASES = [
     pytest.param("D2Q9", "lwacm-fused", {"les": LES, "density": "absolute"}, "float32",
                  id="fused-les-absolute"),
     pytest.param("D3Q19", "lwacm-fused", {"store": "fp16s"}, "float32", id="fused-fp16s"),
+    pytest.param("D3Q19", "lwacm-fused", {"store": "fp16s", "rounding": "stochastic"},
+                 "float32", id="fused-fp16s-stochastic"),
 ]
 
 

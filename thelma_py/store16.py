@@ -139,26 +139,31 @@ def encode_stochastic(fmt: Format16, x, r, xp=np):
     return (code | sign).astype(np.uint16)
 
 
+def _lowbias32(x, word=int):
+    """Wellons' "lowbias32" hash of ``x``, values below 2³² held in 64 bits (Python ints, or
+    uint64 arrays with ``word=np.uint64``): the one body of :func:`mix32` and :func:`seed_words`."""
+    mask = word(0xFFFFFFFF)
+    x ^= x >> word(16)
+    x = (x * word(0x7FEB352D)) & mask
+    x ^= x >> word(15)
+    x = (x * word(0x846CA68B)) & mask
+    x ^= x >> word(16)
+    return x
+
+
 def mix32(x, xp=np):
     """A 32-bit integer hash (Wellons' "lowbias32" constants) of uint32 values (any integer
     array; computed in uint64, returned as uint64 values below 2³²)."""
-    mask = np.uint64(0xFFFFFFFF)
-    x = xp.asarray(x).astype(np.uint64) & mask
-    x ^= x >> np.uint64(16)
-    x = (x * np.uint64(0x7FEB352D)) & mask
-    x ^= x >> np.uint64(15)
-    x = (x * np.uint64(0x846CA68B)) & mask
-    x ^= x >> np.uint64(16)
-    return x
+    return _lowbias32(xp.asarray(x).astype(np.uint64) & np.uint64(0xFFFFFFFF), np.uint64)
 
 
 def seed_words(seed: int, values: int = 4) -> list[int]:
     """The words a step's ``seed`` gives :func:`dither_bits` for ``values`` values a node:
     mix32(P seed + k) for the P = ⌈values/2⌉ pairs k (the seed taken modulo 2³¹). The same for
-    every node of a launch, so kernels take them as arguments (:func:`cuda_dither`)."""
+    every node of a launch, so kernels take them as arguments (:func:`cuda_dither`). Hashed as
+    Python integers: a few microseconds a launch, where NumPy's small arrays took 16–40."""
     pairs = -(-values // 2)
-    words = np.arange(pairs, dtype=np.uint64) + np.uint64(pairs * (seed & 0x7FFFFFFF))
-    return mix32(words).tolist()
+    return [_lowbias32((pairs * (seed & 0x7FFFFFFF) + k) & 0xFFFFFFFF) for k in range(pairs)]
 
 
 def dither_bits(gx, gy, gz, seed: int, xp=np, values: int = 4) -> list:
@@ -182,10 +187,10 @@ def seed_arguments(values: int) -> list[str]:
     return [f"sr_seed{k}" for k in range(-(-values // 2))]
 
 
-def seed_launch_values(seed: int, values: int) -> dict[str, np.uint32]:
-    """The launch values of :func:`seed_arguments`: :func:`seed_words` of ``seed``."""
-    return {name: np.uint32(word) for name, word in
-            zip(seed_arguments(values), seed_words(seed, values), strict=True)}
+def seed_launch_values(seed: int, values: int) -> dict[str, int]:
+    """The launch values of :func:`seed_arguments`: :func:`seed_words` of ``seed`` (Python
+    integers; the kernel arguments take them as ``unsigned``)."""
+    return dict(zip(seed_arguments(values), seed_words(seed, values), strict=True))
 
 
 def cuda_dither(values: int, x: str, y: str, z: str) -> tuple:

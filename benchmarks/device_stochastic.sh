@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stochastic rounding of 16-bit LBM populations (`Lbm(rounding='stochastic')`) on one GPU, in
-# calls of at most 10 minutes (sessions 31-32 ran tests, bench and sphere48; sphere10000 is owed):
+# calls of at most 10 minutes (sessions 31-32 ran tests, bench and sphere48; lwacm and
+# sphere10000 are owed: session 33 got no device machine):
 #   tests    GPU = NumPy for the option (3 cases, 120 steps) and its GPU restart case  ~1 min
 #   bench    thelma bench LBM BGK D3Q19 pull 256^3, periodic and cavity, fp32 and fp16s/fp16c
 #            to nearest and stochastically                                           ~1.5 min

@@ -14,7 +14,7 @@
 #            in the 535 s of stepping it is given; alone in a call. Compare its c_D over
 #            25-36 d/U with the nearest run's 0.4211 (flows.md, section 3, session 32)
 #   lwacm    the single-step LW-ACM records rounded stochastically since the seed words became
-#            launch arguments (session 33): their GPU = NumPy, restart and thread-rows tests,
+#            launch arguments (session 33): their GPU = NumPy and restart tests (16),
 #            then thelma bench fp16s/fp16c nearest and stochastic, both stagings, periodic ~3 min
 # Parts can be run alone: bash benchmarks/device_stochastic.sh sphere10000
 # Always give the commit: THELMA_COMMIT=<short hash> bash benchmarks/device_stochastic.sh
@@ -46,8 +46,7 @@ for part in $parts; do
         sphere 2>&1 | grep -v Warning;;
     lwacm)
       gpu_tests lwacm_stochastic_gpu_tests 150 8 tests/test_lwacm_rec16.py \
-        tests/test_lwacm_store16.py tests/test_lwacm_thread_rows.py \
-        tests/test_checkpoint_schemes.py tests/test_gpu_parallel.py -k stochastic
+        tests/test_lwacm_store16.py tests/test_checkpoint_schemes.py -k stochastic
       timeout 120 python3 -m thelma_py.tools.bench --compute lwacm-fused --precision float32 \
         --sizes 256 --cases periodic --store fp32,fp16s,fp16c \
         --rounding nearest,stochastic --staging registers,async \

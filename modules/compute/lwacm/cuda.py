@@ -447,7 +447,8 @@ class CudaLwacmFused(OverlappedSteps, _CudaBase):
                 -(-march_count // self.chunk))
         if not three:
             grid = (grid[0], grid[2], 1)
-        seed = seed_launch_values(self.clock, 4) if self.stochastic else {}
+        seed = (seed_launch_values(self.clock, fused_kernels.RECORD_VALUES) if self.stochastic
+                else {})
         values = args.pack(self, src=self.buffers[self.current],
                            dst=self.buffers[1 - self.current], row_first=row_first,
                            row_last=row_first + row_count, march_first=march_first,

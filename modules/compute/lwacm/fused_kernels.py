@@ -39,6 +39,9 @@ from thelma_py.store16 import FORMATS, cuda_dither, cuda_functions, cuda_stochas
 from thelma_py.tags import LINK_SHIFT, OPEN_KINDS, NodeKind
 
 AXES = "xyz"
+RECORD_VALUES = 4
+"""Values of a record (ρ, u_x, u_y, u_z; u_z = 0 in 2D): what a node's random bits of
+stochastic rounding, and so the launch's seed words, are drawn for."""
 ARGS = KernelArgs("lwacm single step", [
     [Arg("src", "const node_t*", GIVEN), Arg("dst", "node_t*", GIVEN)],
     [Arg("tags", "const tag_t*", "tag_words"), Arg("tile_flags", "const unsigned char*")],
@@ -60,7 +63,7 @@ ARGS16 = KernelArgs("lwacm single step, 16-bit records", [
 """Arguments of ``lwacm_fused_step`` with 16-bit records (``rec_t``: four uint16 codes)."""
 
 ARGS16_SR = KernelArgs("lwacm single step, 16-bit records rounded stochastically", [
-    *ARGS16.lines, [Arg(name, "unsigned", GIVEN) for name in seed_arguments(4)],
+    *ARGS16.lines, [Arg(name, "unsigned", GIVEN) for name in seed_arguments(RECORD_VALUES)],
     [Arg("ox", "int"), Arg("oy", "int"), Arg("oz", "int")]])
 """With stochastic rounding: the launch's seed words (:func:`thelma_py.store16.seed_words` of
 the four values a record) and the global coordinates of local node 0 (a rank's offset), from
@@ -139,8 +142,8 @@ def _record_encode_sr() -> str:
     """C of ``record_encode_sr(v, x, y, z, sr_seed0, sr_seed1)``: ``record_encode`` rounded
     stochastically with the random bits of :func:`thelma_py.store16.dither_bits` for the node at
     global (x, y, z) and the launch's seed words (:func:`thelma_py.store16.cuda_dither`)."""
-    lines, bits = cuda_dither(4, "x", "y", "z")
-    words = ", ".join(f"unsigned {name}" for name in seed_arguments(4))
+    lines, bits = cuda_dither(RECORD_VALUES, "x", "y", "z")
+    words = ", ".join(f"unsigned {name}" for name in seed_arguments(RECORD_VALUES))
     values = {"rho": "v.rho - (real_t)1", "ux": "v.ux", "uy": "v.uy", "uz": "v.uz"}
     stores = [f"    r.{field} = pop_encode_sr({value}, {bit});"
               for (field, value), bit in zip(values.items(), bits, strict=True)]
@@ -387,7 +390,7 @@ def _update(lattice, force, path: str, les=None, arms=(), store: str = "fp32",
     em.raw("dst[n] = out;" if store == "fp32" else "dst[n] = record_encode(out);"
            if rounding == "nearest" else
            "dst[n] = record_encode_sr(out, x + ox, y + oy, z + oz, "
-           f"{', '.join(seed_arguments(4))});")
+           f"{', '.join(seed_arguments(RECORD_VALUES))});")
     return em.code(16)
 
 
